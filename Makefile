@@ -1,0 +1,51 @@
+# PHANTOM -- the README's two commands are `make run` and `make test`; both set everything up first.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
+export PHANTOM_DATA_DIR ?= $(CURDIR)/data
+# dbt: no anonymous usage pings (no network here), quiet version checks.
+export DBT_SEND_ANONYMOUS_USAGE_STATS := false
+export DO_NOT_TRACK := 1
+
+DBT_SOURCES := $(shell find dbt_project -name '*.sql' -o -name '*.yml' -not -path '*/target/*' 2>/dev/null)
+
+.PHONY: setup run test ui lint bench
+.DEFAULT_GOAL := run
+
+$(BIN)/.installed: requirements.txt requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check -r requirements.txt -c requirements.lock
+	$(BIN)/pip install -q --disable-pip-version-check --no-deps -e .
+	touch $@
+
+dbt_project/target/manifest.json: $(BIN)/.installed $(DBT_SOURCES)
+	$(BIN)/dbt parse --quiet --project-dir dbt_project --profiles-dir dbt_project
+
+$(DAGSTER_HOME)/dagster.yaml: orchestration/dagster.yaml
+	mkdir -p $(DAGSTER_HOME)
+	cp orchestration/dagster.yaml $@
+
+## setup: virtualenv + pinned dependencies, dbt manifest, DAGSTER_HOME
+setup: $(BIN)/.installed dbt_project/target/manifest.json $(DAGSTER_HOME)/dagster.yaml
+
+## run: the main job on the embedded defaults (simulates demo data if data/incoming is empty)
+run: setup
+	$(BIN)/phantom run
+
+## test: the whole test suite
+test: setup
+	$(BIN)/python -m pytest
+
+## ui: the Dagster UI on http://127.0.0.1:3000
+ui: setup
+	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+
+lint: setup
+	$(BIN)/ruff check phantom_assets orchestration tests
+	$(BIN)/ruff format --check phantom_assets orchestration tests
+
+bench: setup
+	$(BIN)/phantom bench fingerprint
+	$(BIN)/phantom bench env

@@ -1,0 +1,1 @@
+"""Dagster wiring for PHANTOM: definitions, jobs, schedules, sensors and resources."""

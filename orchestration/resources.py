@@ -1,0 +1,59 @@
+"""Resources -- and the ONLY module that reads the environment.
+
+`PHANTOM_PROFILE` (demo|study), `PHANTOM_DATA_DIR` (storage root, default `<repo>/data`) and
+`PHANTOM_CONFIG` (optional TOML file) select the settings; everything else receives them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dagster as dg
+from dagster_dbt import DbtCliResource
+from dagster_duckdb import DuckDBResource
+
+from phantom_assets.assets.dbt_project import phantom_dbt_project
+from phantom_assets.config import DEFAULT_PROFILE, Settings, load_settings
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+class StorageResource(dg.ConfigurableResource):
+    """The storage root and profile every asset reads and writes through."""
+
+    data_dir: str
+    profile: str = DEFAULT_PROFILE
+    config_file: str | None = None
+
+    def settings(self) -> Settings:
+        """The typed settings for this root and profile."""
+        return load_settings(self.profile, Path(self.data_dir).resolve(), self.config_file)
+
+
+def settings_from_env() -> Settings:
+    """Settings as selected by the environment (used by the CLI and the definitions)."""
+    data_dir = Path(os.environ.get("PHANTOM_DATA_DIR", REPO_ROOT / "data")).resolve()
+    return load_settings(
+        os.environ.get("PHANTOM_PROFILE", DEFAULT_PROFILE),
+        data_dir,
+        os.environ.get("PHANTOM_CONFIG") or None,
+    )
+
+
+def build_resources(settings: Settings) -> dict[str, object]:
+    """The resource dict for `settings`: storage, warehouse (DuckDB) and dbt."""
+    return {
+        "storage": StorageResource(
+            data_dir=str(settings.data_dir.resolve()),
+            profile=settings.profile,
+            config_file=os.environ.get("PHANTOM_CONFIG") or None,
+        ),
+        "warehouse": DuckDBResource(database=str(settings.warehouse_path.resolve())),
+        "dbt": DbtCliResource(project_dir=phantom_dbt_project),
+    }
+
+
+def dagster_home_from_env() -> Path:
+    """DAGSTER_HOME, defaulting to `<repo>/.dagster_home` so run history persists per checkout."""
+    return Path(os.environ.get("DAGSTER_HOME", REPO_ROOT / ".dagster_home")).resolve()

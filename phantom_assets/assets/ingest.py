@@ -1,0 +1,118 @@
+"""Ingest group: the drop zone (`incoming_files`) and `raw_events[batch]` with its quarantine."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import dagster as dg
+
+from orchestration.resources import StorageResource
+from phantom_assets.assets.metadata import code_version_of, counts_table_markdown, table_metadata
+from phantom_assets.assets.partitions import batch_partitions
+from phantom_assets.batches import BatchRegistry, candidate_files
+from phantom_assets.schema import UnreadableFileError, parse_batch
+from phantom_assets.storage import file_digest, partition_dir, write_parquet_atomic
+
+RAW_EVENTS_CODE_VERSION = code_version_of(
+    "phantom_assets.assets.ingest", "phantom_assets.schema", "phantom_assets.constants"
+)
+
+
+@dg.observable_source_asset(
+    group_name="ingest",
+    description="Raw session exports dropped into `data/incoming/` (one file = one batch). "
+    "Observed by file name, size and modification time.",
+)
+def incoming_files(storage: StorageResource) -> dg.ObserveResult:
+    """Observe the drop zone; the data version changes whenever a file is added or replaced."""
+    files = candidate_files(storage.settings().incoming_dir)
+    signature = "\n".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files)
+    return dg.ObserveResult(
+        data_version=dg.DataVersion(hashlib.sha256(signature.encode()).hexdigest()[:16]),
+        metadata={"n_files": len(files), "files": [p.name for p in files][:50]},
+    )
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(
+            "raw_events",
+            deps=["incoming_files"],
+            group_name="ingest",
+            kinds={"python", "parquet"},
+            code_version=RAW_EVENTS_CODE_VERSION,
+            description="Canonical storefront events of one batch (DESIGN §3.2), one parquet "
+            "file per batch under `lake/raw_events/batch=<key>/`.",
+        ),
+        dg.AssetSpec(
+            "raw_events_quarantine",
+            deps=["incoming_files"],
+            group_name="ingest",
+            kinds={"python", "parquet"},
+            code_version=RAW_EVENTS_CODE_VERSION,
+            description="Rows of a batch that could not be accepted, each with a machine-readable "
+            "`reason` and a human-readable `detail`. Nothing is dropped silently.",
+        ),
+    ],
+    partitions_def=batch_partitions,
+    check_specs=[
+        dg.AssetCheckSpec(
+            "no_row_lost",
+            asset="raw_events",
+            blocking=True,
+            description="rows in == rows kept + rows quarantined",
+        )
+    ],
+)
+def raw_events(context: dg.AssetExecutionContext, storage: StorageResource):
+    """Parse one registered batch file into canonical events and its quarantine."""
+    settings = storage.settings()
+    record = BatchRegistry(settings.lake_dir).get(context.partition_key)
+    source = Path(record.path)
+    if not source.exists():
+        raise dg.Failure(f"batch {record.key}: source file {source} no longer exists")
+    if file_digest(source) != record.sha256:
+        raise dg.Failure(
+            f"batch {record.key}: {source} changed since it was registered; drop the new "
+            "content as a new file instead of overwriting an ingested one"
+        )
+    try:
+        result = parse_batch(source, record.key, accept_legacy_store=settings.accept_legacy_store)
+    except UnreadableFileError as error:
+        raise dg.Failure(str(error)) from error
+    lake = settings.lake_dir
+    events_path = partition_dir(lake, "raw_events", batch=record.key) / "events.parquet"
+    quarantine_path = (
+        partition_dir(lake, "raw_events_quarantine", batch=record.key) / "quarantine.parquet"
+    )
+    events_digest = write_parquet_atomic(result.events, events_path)
+    quarantine_digest = write_parquet_atomic(result.quarantine, quarantine_path)
+    counts = result.counts
+    context.log.info(f"batch {record.key} ({result.format}): {counts}")
+    yield dg.MaterializeResult(
+        asset_key="raw_events",
+        data_version=dg.DataVersion(events_digest),
+        metadata=table_metadata(
+            result.events,
+            events_path,
+            source_file=dg.MetadataValue.path(str(source)),
+            source_sha256=record.sha256,
+            format=result.format,
+            counts=dg.MetadataValue.md(counts_table_markdown(counts, ("count", "rows"))),
+        ),
+    )
+    yield dg.MaterializeResult(
+        asset_key="raw_events_quarantine",
+        data_version=dg.DataVersion(quarantine_digest),
+        metadata=table_metadata(result.quarantine, quarantine_path),
+    )
+    kept, quarantined = counts["rows_kept"], counts["rows_quarantined"]
+    yield dg.AssetCheckResult(
+        check_name="no_row_lost",
+        asset_key="raw_events",
+        passed=counts["rows_in"] == kept + quarantined
+        and kept == result.events.height
+        and quarantined == result.quarantine.height,
+        metadata={"rows_in": counts["rows_in"], "rows_kept": kept, "rows_quarantined": quarantined},
+    )

@@ -1,0 +1,100 @@
+"""The batch registry: one record per ingested raw file, keyed `<YYYYMMDD>_<sha256[:10]>`.
+
+A batch key names the content, not the file: re-registering the same bytes (even renamed or copied
+again later) returns the existing key, so re-ingest is idempotent (DESIGN §3.3). The date part is
+the file's modification day (UTC) at first registration, which keeps keys sortable by arrival.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from phantom_assets.schema.raw_formats import EXPERIMENTS_SIDECAR_NAME, EXPERIMENTS_SIDECAR_SUFFIX
+from phantom_assets.storage import file_digest, write_json_atomic
+
+BATCH_KEY_PATTERN = re.compile(r"^\d{8}_[0-9a-f]{10}$")
+REGISTRY_FOLDER = "batch_registry"
+# In-flight uploads and editor droppings are never batches.
+_IGNORED_SUFFIXES = (".tmp", ".part", ".partial", ".crdownload", ".swp")
+
+
+@dataclass(frozen=True)
+class BatchRecord:
+    """Where a batch's bytes live and what they hash to."""
+
+    key: str
+    path: str
+    sha256: str
+    size: int
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def batch_key(sha256: str, modified: datetime) -> str:
+    """Batch key from a content digest and a modification time: `20250602_1a2b3c4d5e`."""
+    if len(sha256) < 10:
+        raise ValueError(f"sha256 digest too short: {sha256!r}")
+    return f"{modified.astimezone(UTC):%Y%m%d}_{sha256[:10]}"
+
+
+def is_candidate_file(path: Path) -> bool:
+    """True for files in the drop zone that are data batches (not sidecars, hidden or partial)."""
+    name = path.name
+    return (
+        path.is_file()
+        and not name.startswith(".")
+        and not name.endswith(_IGNORED_SUFFIXES)
+        and name != EXPERIMENTS_SIDECAR_NAME
+        and not name.endswith(EXPERIMENTS_SIDECAR_SUFFIX)
+        and name.lower() != "readme.md"
+    )
+
+
+def candidate_files(incoming: Path) -> list[Path]:
+    """Data files in the drop zone, sorted by path for a deterministic order."""
+    if not incoming.exists():
+        return []
+    return sorted(p for p in incoming.rglob("*") if is_candidate_file(p))
+
+
+class BatchRegistry:
+    """JSON records under `lake/batch_registry/<key>.json` (atomic writes)."""
+
+    def __init__(self, lake: Path) -> None:
+        self.root = lake / REGISTRY_FOLDER
+
+    def records(self) -> list[BatchRecord]:
+        if not self.root.exists():
+            return []
+        return [self._read(p) for p in sorted(self.root.glob("*.json"))]
+
+    def get(self, key: str) -> BatchRecord:
+        path = self.root / f"{key}.json"
+        if not path.exists():
+            raise KeyError(f"batch {key!r} is not registered (no {path})")
+        return self._read(path)
+
+    def register(self, path: Path) -> tuple[BatchRecord, bool]:
+        """Register `path`; return its record and whether it is new (unseen content)."""
+        digest = file_digest(path)
+        for record in self.records():
+            if record.sha256 == digest:
+                if record.path != str(path.resolve()) and not Path(record.path).exists():
+                    record = BatchRecord(record.key, str(path.resolve()), digest, record.size)
+                    write_json_atomic(record.to_json(), self.root / f"{record.key}.json")
+                return record, False
+        modified = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+        record = BatchRecord(
+            batch_key(digest, modified), str(path.resolve()), digest, path.stat().st_size
+        )
+        write_json_atomic(record.to_json(), self.root / f"{record.key}.json")
+        return record, True
+
+    @staticmethod
+    def _read(path: Path) -> BatchRecord:
+        return BatchRecord(**json.loads(path.read_text()))

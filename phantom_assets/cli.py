@@ -1,0 +1,131 @@
+"""`phantom` command line: simulate, run, bench (DESIGN §12).
+
+All commands honour PHANTOM_DATA_DIR / PHANTOM_PROFILE / PHANTOM_CONFIG and DAGSTER_HOME.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import sys
+from pathlib import Path
+
+logger = logging.getLogger("phantom")
+
+
+def _ensure_dagster_home() -> Path:
+    """Create DAGSTER_HOME with the project's dagster.yaml (pool limits) if it is missing."""
+    from orchestration.resources import REPO_ROOT, dagster_home_from_env
+
+    home = dagster_home_from_env()
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists():
+        shutil.copyfile(REPO_ROOT / "orchestration" / "dagster.yaml", config)
+    return home
+
+
+def _simulate_params(settings, args: argparse.Namespace | None = None):
+    """Simulation parameters from the profile, with any command-line overrides applied."""
+    from phantom_assets.simulate import SimulationParams
+
+    sim = settings.simulation
+    overrides = {
+        "seed": getattr(args, "seed", None),
+        "humans_per_store": getattr(args, "humans", None),
+        "agents_per_store": getattr(args, "agents", None),
+        "separability": getattr(args, "separability", None),
+    }
+    values = {name: getattr(sim, name) if v is None else v for name, v in overrides.items()}
+    return SimulationParams(**values)
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from orchestration.resources import settings_from_env
+    from phantom_assets.simulate import simulate_to_incoming
+
+    settings = settings_from_env()
+    out = Path(args.out) if args.out else settings.incoming_dir
+    written = simulate_to_incoming(_simulate_params(settings, args), out)
+    for path in written:
+        logger.info("wrote %s", path)
+    logger.info("%d file(s) in %s", len(written), out)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import dagster as dg
+
+    from orchestration.definitions import defs
+    from orchestration.resources import build_resources, settings_from_env
+    from orchestration.runner import run_pipeline
+    from orchestration.summary import render_summary
+    from phantom_assets.batches import candidate_files
+    from phantom_assets.simulate import simulate_to_incoming
+
+    settings = settings_from_env()
+    home = _ensure_dagster_home()
+    if not candidate_files(settings.incoming_dir):
+        written = simulate_to_incoming(_simulate_params(settings), settings.incoming_dir)
+        logger.info("incoming/ was empty: simulated a demo dataset (%d files)", len(written))
+    logger.info("profile %s, data %s, DAGSTER_HOME %s", settings.profile, settings.data_dir, home)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        report = run_pipeline(
+            defs, settings, instance, build_resources(settings), args.select, logger.info
+        )
+    sys.stdout.write(render_summary(settings) + "\n")
+    for outcome in report.failed:
+        logger.error("FAILED: %s [%s] (run %s)", outcome.stage, outcome.partition, outcome.run_id)
+    return 1 if report.failed else 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    if args.target == "fingerprint":
+        from phantom_assets.fingerprint.bench import bench_fingerprint
+
+        result = bench_fingerprint(n_events=args.events, seed=args.seed or 0)
+    else:
+        from phantom_assets.market.bench import bench_env
+
+        result = bench_env(steps=args.steps, seed=args.seed or 0)
+    sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="phantom", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    simulate = sub.add_parser("simulate", help="write simulated raw exports (all formats)")
+    simulate.add_argument("--out", help="target folder (default: $PHANTOM_DATA_DIR/incoming)")
+    simulate.add_argument("--seed", type=int)
+    simulate.add_argument("--humans", type=int, help="human subjects per store")
+    simulate.add_argument("--agents", type=int, help="agent subjects per store")
+    simulate.add_argument(
+        "--separability", type=float, help="1 = default gap, 0 = agents behave like humans"
+    )
+    simulate.set_defaults(func=cmd_simulate)
+
+    run = sub.add_parser("run", help="register incoming files and materialize the graph")
+    run.add_argument("--select", help="Dagster asset selection, e.g. '+labeled_sessions'")
+    run.set_defaults(func=cmd_run)
+
+    bench = sub.add_parser("bench", help="performance benchmarks (prints one JSON object)")
+    bench.add_argument("target", choices=["env", "fingerprint"])
+    bench.add_argument("--seed", type=int)
+    bench.add_argument("--events", type=int, default=1_000_000, help="fingerprint corpus size")
+    bench.add_argument("--steps", type=int, default=5_000, help="env steps per mode")
+    bench.set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,202 @@
+"""One typed configuration for PHANTOM, with the `demo` and `study` profiles (DESIGN §9).
+
+Pure: this module never reads the environment. `orchestration/resources.py` is the only place
+that turns environment variables (`PHANTOM_PROFILE`, `PHANTOM_DATA_DIR`, `PHANTOM_CONFIG`) into a
+`Settings` via `load_settings`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from phantom_assets.constants import DEFAULT_FOLDS, DEFAULT_KAPPA, DEFAULT_TEMPERATURE
+
+PROFILES = ("demo", "study")
+DEFAULT_PROFILE = "demo"
+DEFAULT_DATA_DIR = Path("data")
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    """Knobs of `phantom simulate` (the storefront session simulator)."""
+
+    seed: int = 20251130
+    humans_per_store: int = 120
+    agents_per_store: int = 40  # agent *subjects*; each splits its task over several sessions
+    # 1.0 = the default behavioural gap; 0.0 = agents behave exactly like humans (honesty tests).
+    separability: float = 1.0
+
+
+@dataclass(frozen=True)
+class FingerprintConfig:
+    """Transition kernels and divergence scoring (DESIGN §5)."""
+
+    kappa: float = DEFAULT_KAPPA
+    folds: int = DEFAULT_FOLDS
+    temperature: float = DEFAULT_TEMPERATURE
+    calibration: str = "temperature"  # "temperature" | "logistic" (both are always reported)
+    max_prefix: int = 12
+    bootstrap_draws: int = 1000
+    permutation_draws: int = 1000
+    seed: int = 11
+
+
+@dataclass(frozen=True)
+class ContaminationConfig:
+    """Generator G(alpha) (DESIGN §5)."""
+
+    alphas: tuple[float, ...] = (0.0, 0.5, 1.0)
+    monotonic_tolerance: float = 0.02
+    seed: int = 13
+
+
+@dataclass(frozen=True)
+class MarketConfig:
+    """Simulated market compiled per store (DESIGN §5)."""
+
+    n_products: int = 10
+    sessions_per_step: int = 100
+    n_actions: int = 9
+    price_scale_low: float = 0.8
+    price_scale_high: float = 1.2
+    episode_steps: int = 50
+    ambiguity_radius_w1: float = 5.0
+    robust_candidates: int = 5
+    chain_bank_size: int = 20_000
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """Policy tiers and budgets (DESIGN §5)."""
+
+    tiers: tuple[str, ...] = ("static", "surge", "linear", "qtable", "ppo", "a2c", "dqn")
+    train_alphas: tuple[float, ...] = (0.0, 0.5, 1.0)
+    timesteps: int = 2_000
+    seeds: tuple[int, ...] = (0,)
+    device: str = "cpu"
+    torch_threads: int = 1
+
+
+@dataclass(frozen=True)
+class EvaluationConfig:
+    """Evaluation protocol (DESIGN §5)."""
+
+    alphas: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
+    episodes: int = 8
+    stress_radius: float = 0.2
+    bootstrap_draws: int = 1000
+    seed: int = 17
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a PHANTOM run is parameterised by. Frozen; `config_hash` identifies it."""
+
+    profile: str = DEFAULT_PROFILE
+    data_dir: Path = DEFAULT_DATA_DIR
+    accept_legacy_store: bool = False
+    simulation: SimulationConfig = field(default_factory=SimulationConfig)
+    fingerprint: FingerprintConfig = field(default_factory=FingerprintConfig)
+    contamination: ContaminationConfig = field(default_factory=ContaminationConfig)
+    market: MarketConfig = field(default_factory=MarketConfig)
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
+
+    # --- storage layout (DESIGN §2 / §12) -------------------------------------------------------
+    @property
+    def incoming_dir(self) -> Path:
+        return self.data_dir / "incoming"
+
+    @property
+    def lake_dir(self) -> Path:
+        return self.data_dir / "lake"
+
+    @property
+    def warehouse_path(self) -> Path:
+        # Never name the DuckDB file like a schema inside it ("main", "phantom", ...).
+        return self.data_dir / "warehouse.duckdb"
+
+    @property
+    def reports_dir(self) -> Path:
+        return self.data_dir / "reports"
+
+    @property
+    def models_dir(self) -> Path:
+        return self.data_dir / "models"
+
+    @property
+    def publish_dir(self) -> Path:
+        return self.data_dir / "publish"
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready view of the settings (paths as strings)."""
+        return json.loads(json.dumps(dataclasses.asdict(self), default=str))
+
+    @property
+    def config_hash(self) -> str:
+        """Short content hash of everything except the storage root (which is not semantics)."""
+        payload = {k: v for k, v in self.as_dict().items() if k != "data_dir"}
+        blob = json.dumps(payload, sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:12]
+
+
+_STUDY_OVERRIDES: dict[str, dict[str, Any]] = {
+    "simulation": {"humans_per_store": 600, "agents_per_store": 200},
+    "contamination": {"alphas": tuple(round(0.1 * i, 1) for i in range(11))},
+    "training": {"train_alphas": (0.0, 0.3, 0.5, 0.7, 1.0), "timesteps": 50_000, "seeds": (0, 1, 2)},
+    "evaluation": {"alphas": tuple(round(0.1 * i, 1) for i in range(11)), "episodes": 30},
+}
+
+
+def _apply(settings: Settings, overrides: dict[str, Any]) -> Settings:
+    """Return `settings` with nested `{section: {field: value}}` overrides applied and checked."""
+    changes: dict[str, Any] = {}
+    for key, value in overrides.items():
+        if not hasattr(settings, key):
+            raise ValueError(f"unknown configuration key {key!r}")
+        current = getattr(settings, key)
+        if dataclasses.is_dataclass(current):
+            if not isinstance(value, dict):
+                raise ValueError(f"configuration section {key!r} must be a table, got {value!r}")
+            fields = {f.name for f in dataclasses.fields(current)}
+            unknown = set(value) - fields
+            if unknown:
+                raise ValueError(f"unknown keys in [{key}]: {sorted(unknown)}")
+            coerced = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
+            changes[key] = dataclasses.replace(current, **coerced)
+        else:
+            changes[key] = Path(value) if key == "data_dir" else value
+    return dataclasses.replace(settings, **changes)
+
+
+def load_settings(
+    profile: str = DEFAULT_PROFILE,
+    data_dir: str | Path | None = None,
+    config_file: str | Path | None = None,
+) -> Settings:
+    """Build the settings: profile defaults, then the optional TOML file, then `data_dir`.
+
+    Raises:
+        ValueError: for an unknown profile, a missing config file or an unknown key in it.
+    """
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; choose one of {PROFILES}")
+    settings = Settings(profile=profile)
+    if profile == "study":
+        settings = _apply(settings, _STUDY_OVERRIDES)
+    if config_file is not None:
+        path = Path(config_file)
+        if not path.is_file():
+            raise ValueError(f"config file {path} does not exist")
+        with path.open("rb") as handle:
+            file_overrides = tomllib.load(handle)
+        settings = _apply(settings, file_overrides.get(profile, file_overrides))
+    if data_dir is not None:
+        settings = dataclasses.replace(settings, data_dir=Path(data_dir))
+    return settings

@@ -1,0 +1,140 @@
+"""The one home of PHANTOM's vocabulary, grids and coefficients.
+
+Every other module imports these names; nothing else spells an event name, a store, a grid or a
+coefficient literally. Changing a value here changes the code version of every asset using it.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- stores, actors, labels --------------------------------------------------------------------
+STORES: Final[tuple[str, ...]] = ("hotel", "airline")
+LEGACY_STORE: Final[str] = "shop"  # accepted only when configured (Settings.accept_legacy_store)
+ACTORS: Final[tuple[str, ...]] = ("human", "agent")
+UNKNOWN_ACTOR: Final[str] = "unknown"
+LABEL_SOURCES: Final[tuple[str, ...]] = ("experiment", "actor_column", "none")
+
+# --- record types ------------------------------------------------------------------------------
+INTERACTION: Final[str] = "interaction"
+PRICE_LOG: Final[str] = "price_log"
+RECORD_TYPES: Final[tuple[str, ...]] = (INTERACTION, PRICE_LOG)
+# A price-log record's event name: the price the shop quoted a session for one product.
+PRICE_QUOTE_EVENT: Final[str] = "price_quote"
+
+# --- canonical event vocabulary (DESIGN §3.2); order fixes the kernel's row/column order -------
+SESSION_EVENTS: Final[tuple[str, ...]] = ("session_start",)
+NAVIGATION_EVENTS: Final[tuple[str, ...]] = ("page_view", "view_item_page", "learn_more_about_item")
+CART_EVENTS: Final[tuple[str, ...]] = (
+    "add_item_to_cart",
+    "remove_item",
+    "checkout_start",
+    "purchase_complete",
+)
+FILTER_EVENTS: Final[tuple[str, ...]] = (
+    "search",
+    "filter_for_date",
+    "filter_for_amenities",
+    "filter_for_price",
+    "sort_change",
+)
+HOVER_EVENTS: Final[tuple[str, ...]] = (
+    "hover_over_title",
+    "hover_over_paragraph",
+    "hover_over_link",
+    "hover_over_button",
+)
+VOCABULARY: Final[tuple[str, ...]] = (
+    SESSION_EVENTS + NAVIGATION_EVENTS + CART_EVENTS + FILTER_EVENTS + HOVER_EVENTS
+)
+START_TOKEN: Final[str] = "<start>"
+END_TOKEN: Final[str] = "<end>"
+# Kernel state labels: <start>, the 17 events, <end>. Rows = sources, columns = destinations.
+KERNEL_STATES: Final[tuple[str, ...]] = (START_TOKEN, *VOCABULARY, END_TOKEN)
+
+# Legacy / client-side spellings seen in exports, mapped onto the canonical names. Anything not
+# canonical and not listed here is quarantined with reason "unknown_event" -- never guessed.
+EVENT_ALIASES: Final[dict[str, str]] = {
+    "start": "session_start",
+    "session": "session_start",
+    "pageview": "page_view",
+    "view": "view_item_page",
+    "view_item": "view_item_page",
+    "item_view": "view_item_page",
+    "learn_more": "learn_more_about_item",
+    "add_to_cart": "add_item_to_cart",
+    "add_cart": "add_item_to_cart",
+    "remove_from_cart": "remove_item",
+    "checkout": "checkout_start",
+    "begin_checkout": "checkout_start",
+    "purchase": "purchase_complete",
+    "order_complete": "purchase_complete",
+    "filter_date": "filter_for_date",
+    "filter_amenities": "filter_for_amenities",
+    "filter_price": "filter_for_price",
+    "sort": "sort_change",
+    "hover_title": "hover_over_title",
+    "hover_paragraph": "hover_over_paragraph",
+    "hover_link": "hover_over_link",
+    "hover_button": "hover_over_button",
+    "price_shown": PRICE_QUOTE_EVENT,
+    "price_log": PRICE_QUOTE_EVENT,
+}
+ADMIN_PAGE_PREFIX: Final[str] = "/admin/"
+
+# --- quarantine reasons (machine-readable; DESIGN §3.3) ----------------------------------------
+QUARANTINE_REASONS: Final[tuple[str, ...]] = (
+    "missing_session_id",
+    "unparseable_timestamp",
+    "unknown_event",
+    "unknown_store",
+    "legacy_store",
+    "malformed_json",
+    "malformed_row",
+    "duplicate_event",
+    "field_too_long",
+    "invalid_encoding",
+    "invalid_price",
+)
+MAX_FIELD_CHARS: Final[int] = 65_536  # any single text field longer than this is quarantined
+
+# --- demand proxy weights (DESIGN §5; pitfall §10.7: weights keyed by the real event names) ----
+DEMAND_WEIGHT_BY_CATEGORY: Final[dict[str, float]] = {
+    "cart": 4.0,
+    "dwell": 2.0,
+    "navigation": 1.0,
+    "filter": 0.5,
+}
+DEMAND_WEIGHTS: Final[dict[str, float]] = {
+    **{e: DEMAND_WEIGHT_BY_CATEGORY["cart"] for e in CART_EVENTS},
+    **{e: DEMAND_WEIGHT_BY_CATEGORY["dwell"] for e in HOVER_EVENTS},
+    **{e: DEMAND_WEIGHT_BY_CATEGORY["navigation"] for e in NAVIGATION_EVENTS + SESSION_EVENTS},
+    **{e: DEMAND_WEIGHT_BY_CATEGORY["filter"] for e in FILTER_EVENTS},
+}
+
+# --- fingerprinting defaults -------------------------------------------------------------------
+DEFAULT_KAPPA: Final[float] = 0.5
+DEFAULT_FOLDS: Final[int] = 5
+DEFAULT_TEMPERATURE: Final[float] = 1.0
+MIN_EVENTS_FOR_KERNEL: Final[int] = 2
+ROW_SUM_TOLERANCE: Final[float] = 1e-9
+
+# --- canonical columns (DESIGN §3.2 / §12) -----------------------------------------------------
+CANONICAL_COLUMNS: Final[tuple[str, ...]] = (
+    "event_id",
+    "batch_id",
+    "source_row",
+    "session_id",
+    "experiment_id",
+    "store",
+    "ts",
+    "event",
+    "page",
+    "product_id",
+    "price",
+    "record_type",
+    "user_agent",
+    "metadata",
+    "actor",
+    "label_source",
+)

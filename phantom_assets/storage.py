@@ -1,0 +1,93 @@
+"""Atomic, content-addressed file storage for the lake (DESIGN §4, §12).
+
+Every artifact is written to a temporary file in the destination folder and renamed into place,
+so a killed run never leaves a partial artifact; the content hash of what was written becomes the
+asset's data version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+HASH_CHUNK_BYTES = 1 << 20
+
+
+def partition_dir(lake: Path, asset: str, **dims: str) -> Path:
+    """Hive-style folder of one partition: `lake/<asset>/<dim>=<value>/...` (dims in call order)."""
+    path = lake / asset
+    for dim, value in dims.items():
+        path = path / f"{dim}={value}"
+    return path
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 hex digest of a file's bytes."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(HASH_CHUNK_BYTES):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def combined_digest(paths: Iterable[Path]) -> str:
+    """One digest over several files (names relative to their parent + content digests)."""
+    digest = hashlib.sha256()
+    for path in sorted(paths, key=lambda p: p.as_posix()):
+        digest.update(path.name.encode())
+        digest.update(file_digest(path).encode())
+    return digest.hexdigest()
+
+
+def _atomic_write(path: Path, write: Callable[[Path], None]) -> str:
+    """Write through `write(tmp)` into a temp file beside `path`, fsync, rename; return digest."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        write(tmp)
+        with tmp.open("rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return file_digest(path)
+
+
+def write_parquet_atomic(frame: pl.DataFrame, path: Path) -> str:
+    """Write `frame` as parquet atomically; return the file's content digest.
+
+    Statistics and compression are fixed so the same frame always gives the same bytes.
+    """
+    return _atomic_write(
+        path, lambda tmp: frame.write_parquet(tmp, compression="zstd", statistics=True)
+    )
+
+
+def write_json_atomic(payload: Any, path: Path) -> str:
+    """Write `payload` as canonical (sorted, indented) JSON atomically; return the digest."""
+    text = json.dumps(payload, sort_keys=True, indent=2, default=str) + "\n"
+    return write_bytes_atomic(text.encode(), path)
+
+
+def write_bytes_atomic(data: bytes, path: Path) -> str:
+    """Write raw bytes atomically; return the digest."""
+    return _atomic_write(path, lambda tmp: tmp.write_bytes(data))
+
+
+def remove_stale_temp_files(folder: Path) -> list[Path]:
+    """Delete leftovers of killed writers (`.<name>.*.tmp`) below `folder`; return what was removed."""
+    if not folder.exists():
+        return []
+    stale = [p for p in folder.rglob(".*.tmp") if p.is_file()]
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale

@@ -1,0 +1,26 @@
+"""Builders shared by asset, integration and e2e tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from phantom_assets.config import Settings, SimulationConfig
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+MANIFEST = REPO_ROOT / "dbt_project" / "target" / "manifest.json"
+
+# Small enough for seconds-long pipelines, large enough for every store × actor cell to be filled.
+TINY_SIMULATION = SimulationConfig(seed=7, humans_per_store=12, agents_per_store=4)
+
+
+def simulation_params(settings: Settings):
+    """The simulator's parameters for `settings.simulation`."""
+    from phantom_assets.simulate import SimulationParams
+
+    sim = settings.simulation
+    return SimulationParams(
+        seed=sim.seed,
+        humans_per_store=sim.humans_per_store,
+        agents_per_store=sim.agents_per_store,
+        separability=sim.separability,
+    )

@@ -1,0 +1,47 @@
+"""Batch registry: content-addressed keys, idempotent registration, drop-zone filtering."""
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+from phantom_assets.batches import BATCH_KEY_PATTERN, BatchRegistry, batch_key, candidate_files
+
+
+def _touch(path: Path, content: bytes, when: datetime) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    os.utime(path, (when.timestamp(), when.timestamp()))
+    return path
+
+
+def test_batch_key_is_date_plus_short_hash_in_the_allowed_alphabet():
+    key = batch_key("ab" * 32, datetime(2025, 6, 2, 23, 30, tzinfo=UTC))
+    assert key == "20250602_abababab" + "ab"
+    assert BATCH_KEY_PATTERN.match(key)
+
+
+def test_register_same_content_twice_returns_the_same_key(tmp_path: Path):
+    registry = BatchRegistry(tmp_path / "lake")
+    first = _touch(tmp_path / "in" / "a.csv", b"x,y\n1,2\n", datetime(2025, 6, 2, tzinfo=UTC))
+    copy = _touch(tmp_path / "in" / "copy.csv", b"x,y\n1,2\n", datetime(2025, 7, 1, tzinfo=UTC))
+    record, is_new = registry.register(first)
+    again, again_new = registry.register(copy)
+    assert is_new and not again_new
+    assert again.key == record.key == registry.get(record.key).key
+    assert len(registry.records()) == 1
+
+
+def test_register_different_content_gets_a_new_key(tmp_path: Path):
+    registry = BatchRegistry(tmp_path / "lake")
+    when = datetime(2025, 6, 2, tzinfo=UTC)
+    a, _ = registry.register(_touch(tmp_path / "a.csv", b"1", when))
+    b, _ = registry.register(_touch(tmp_path / "b.csv", b"2", when))
+    assert a.key != b.key
+
+
+def test_candidate_files_skip_sidecars_hidden_and_partial_uploads(tmp_path: Path):
+    when = datetime(2025, 6, 2, tzinfo=UTC)
+    for name in ["a.jsonl", "a.experiments.csv", "experiments.csv", ".hidden", "b.csv.part", "c.tmp"]:
+        _touch(tmp_path / name, b"1", when)
+    assert [p.name for p in candidate_files(tmp_path)] == ["a.jsonl"]
+    assert candidate_files(tmp_path / "missing") == []

@@ -1,0 +1,44 @@
+"""Settings: profiles, file overrides and validation."""
+
+from pathlib import Path
+
+import pytest
+
+from phantom_assets.config import load_settings
+
+
+def test_load_settings_demo_is_the_default_profile():
+    settings = load_settings()
+    assert settings.profile == "demo"
+    assert settings.warehouse_path.name == "warehouse.duckdb"
+
+
+def test_load_settings_study_profile_uses_the_research_alpha_grid():
+    study = load_settings("study")
+    assert study.contamination.alphas == tuple(round(0.1 * i, 1) for i in range(11))
+    assert len(study.training.seeds) > 1
+
+
+def test_load_settings_rejects_an_unknown_profile():
+    with pytest.raises(ValueError, match="unknown profile 'prod'"):
+        load_settings("prod")
+
+
+def test_load_settings_applies_a_toml_file_and_names_unknown_keys(tmp_path: Path):
+    good = tmp_path / "phantom.toml"
+    good.write_text("[fingerprint]\nkappa = 0.0\n[contamination]\nalphas = [0.0, 1.0]\n")
+    settings = load_settings(config_file=good)
+    assert settings.fingerprint.kappa == 0.0
+    assert settings.contamination.alphas == (0.0, 1.0)
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[fingerprint]\nkapa = 0.0\n")
+    with pytest.raises(ValueError, match="kapa"):
+        load_settings(config_file=bad)
+
+
+def test_config_hash_ignores_the_storage_root_but_not_the_semantics(tmp_path: Path):
+    a = load_settings(data_dir=tmp_path / "a")
+    b = load_settings(data_dir=tmp_path / "b")
+    assert a.config_hash == b.config_hash
+    assert load_settings("study").config_hash != a.config_hash
+    assert a.lake_dir == tmp_path / "a" / "lake"

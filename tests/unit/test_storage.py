@@ -1,0 +1,45 @@
+"""Atomic writes and content digests."""
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from phantom_assets.storage import (
+    file_digest,
+    partition_dir,
+    remove_stale_temp_files,
+    write_json_atomic,
+    write_parquet_atomic,
+)
+
+
+def test_partition_dir_is_hive_style(tmp_path: Path):
+    path = partition_dir(tmp_path, "transition_kernels", store="hotel", actor="human")
+    assert path == tmp_path / "transition_kernels" / "store=hotel" / "actor=human"
+
+
+def test_write_parquet_atomic_is_deterministic_and_returns_the_file_digest(tmp_path: Path):
+    frame = pl.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]})
+    first = write_parquet_atomic(frame, tmp_path / "one" / "t.parquet")
+    second = write_parquet_atomic(frame, tmp_path / "two" / "t.parquet")
+    assert first == second == file_digest(tmp_path / "one" / "t.parquet")
+    assert pl.read_parquet(tmp_path / "one" / "t.parquet").equals(frame)
+
+
+def test_failed_write_leaves_neither_partial_file_nor_temp(tmp_path: Path):
+    target = tmp_path / "bad.json"
+    with pytest.raises(TypeError):
+        write_json_atomic({"x": object.__new__(type("Unserialisable", (), {"__str__": None}))}, target)
+    assert not target.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_remove_stale_temp_files_cleans_leftovers_of_killed_writers(tmp_path: Path):
+    leftover = tmp_path / "lake" / ".events.parquet.abc.tmp"
+    leftover.parent.mkdir(parents=True)
+    leftover.write_bytes(b"partial")
+    keep = tmp_path / "lake" / "events.parquet"
+    keep.write_bytes(b"ok")
+    assert remove_stale_temp_files(tmp_path) == [leftover]
+    assert keep.exists() and not leftover.exists()

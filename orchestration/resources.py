@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import dagster as dg
@@ -50,7 +51,10 @@ def build_resources(settings: Settings) -> dict[str, object]:
             config_file=os.environ.get("PHANTOM_CONFIG") or None,
         ),
         "warehouse": DuckDBResource(database=str(settings.warehouse_path.resolve())),
-        "dbt": DbtCliResource(project_dir=phantom_dbt_project),
+        # The dbt beside this interpreter: works whether or not the virtualenv is on PATH.
+        "dbt": DbtCliResource(
+            project_dir=phantom_dbt_project, dbt_executable=str(Path(sys.executable).parent / "dbt")
+        ),
     }
 
 

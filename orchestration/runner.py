@@ -72,7 +72,8 @@ def plan_stages(defs: dg.Definitions, selection: str | None = None) -> list[Stag
     """Group the selected materializable assets into dependency-ordered stages."""
     graph = defs.resolve_asset_graph()
     selected = (
-        dg.AssetSelection.from_string(selection).resolve(graph)
+        # Multi-assets that cannot be subset (raw_events + its quarantine) come along whole.
+        dg.AssetSelection.from_string(selection).required_multi_asset_neighbors().resolve(graph)
         if selection
         else graph.materializable_asset_keys
     )

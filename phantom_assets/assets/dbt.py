@@ -1,6 +1,5 @@
 """Warehouse group: the dbt-duckdb models (staging -> intermediate -> marts) and their tests."""
 
-from __future__ import annotations
 
 import json
 from collections.abc import Mapping

@@ -1,6 +1,5 @@
 """Fingerprint group: labeled session partitions (D_H, D_A per store) with cross-fitting folds."""
 
-from __future__ import annotations
 
 import dagster as dg
 import polars as pl

@@ -1,6 +1,5 @@
 """Ingest group: the drop zone (`incoming_files`) and `raw_events[batch]` with its quarantine."""
 
-from __future__ import annotations
 
 import hashlib
 from pathlib import Path

@@ -1,0 +1,287 @@
+"""The separability report of one store (DESIGN §5 "Separability report", §12 report.json).
+
+Inputs are the outputs of :mod:`divergence` (out-of-fold gaps, prefix gaps) and, for the kernel
+divergence and the refit permutation test, the labeled sessions themselves.
+
+Honesty caveat: out-of-fold gaps are dependent (sessions of one fold share their fold kernels), so
+the Mann–Whitney p-value, the fixed-gap permutation p-value and the bootstrap CI, which all treat
+gaps as independent, are somewhat anti-conservative. When ``sessions`` is given, ``permutation_p``
+is therefore the *refit* permutation test (:mod:`refit_permutation`), valid by construction; the
+fixed-gap version is kept as ``permutation_p_fixed_gaps``. Only labeled sessions (actor
+human/agent) enter; sessions whose gap is NaN (possible only with κ = 0) are dropped and counted
+(the refit test then falls back to the fixed-gap one).
+
+Kernel divergence: D(H‖A) = Σ_a π_H(a) · KL(T̂_H[a] ‖ T̂_A[a]) with π_H the human state-visit
+shares (source-row counts). Its null ("split-half") comes from random splits of the pooled
+labeled sessions into two groups *of the observed class sizes* (halves when n_H = n_A), refitted
+with the same κ: same-size groups make the null carry the same estimation noise as the observed
+value, which equal halves would not when the classes are unbalanced.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from phantom_assets.constants import ACTORS, DEFAULT_FOLDS, DEFAULT_KAPPA, MIN_EVENTS_FOR_KERNEL
+from phantom_assets.fingerprint.encoding import N_STATES, encode_trajectories
+from phantom_assets.fingerprint.kernels import probs_from_counts
+from phantom_assets.fingerprint.refit_permutation import refit_permutation_pvalue
+from phantom_assets.fingerprint.statistics import (
+    EXACT_MAX_N,
+    auc,
+    bootstrap_auc,
+    mann_whitney,
+    permutation_auc_pvalue,
+)
+
+logger = logging.getLogger(__name__)
+
+_CHUNK_CELLS = 8_000_000
+
+__all__ = [
+    "SeparabilityParams",
+    "SeparabilityReport",
+    "kernel_divergence",
+    "prefix_curve",
+    "separability_report",
+    "split_half_null",
+]
+
+
+@dataclass(frozen=True)
+class SeparabilityParams:
+    """Knobs of the report (draw counts, CI level, κ and folds of the refitted kernels)."""
+
+    n_bootstrap: int = 1000
+    n_permutations: int = 1000
+    n_split_half: int = 200
+    confidence: float = 0.95
+    kappa: float = DEFAULT_KAPPA
+    folds: int = DEFAULT_FOLDS
+    exact_max_n: int = EXACT_MAX_N
+
+    def __post_init__(self) -> None:
+        for name in ("n_bootstrap", "n_permutations", "n_split_half"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+        if not 0.0 < self.confidence < 1.0:
+            raise ValueError(f"confidence must lie in (0, 1), got {self.confidence!r}")
+        if not np.isfinite(self.kappa) or self.kappa < 0:
+            raise ValueError(f"kappa must be a finite number >= 0, got {self.kappa!r}")
+
+
+@dataclass(frozen=True)
+class SeparabilityReport:
+    """Separability of human vs agent gaps; ``to_dict()`` is the ``report.json`` payload."""
+
+    n_human: int
+    n_agent: int
+    u_statistic: float
+    p_value: float
+    p_method: str
+    auc: float
+    auc_ci_low: float
+    auc_ci_high: float
+    permutation_p: float
+    permutation_method: str
+    permutation_p_fixed_gaps: float
+    accuracy: float
+    balanced_accuracy: float
+    n_dropped_nan: int
+    kernel_divergence: float | None = None
+    kernel_divergence_null_mean: float | None = None
+    kernel_divergence_null_q95: float | None = None
+    kernel_divergence_p: float | None = None
+    prefix_curve: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (non-finite floats become ``None``; strict JSON has no NaN)."""
+
+        def clean(value: Any) -> Any:
+            if isinstance(value, float) and not math.isfinite(value):
+                return None
+            if isinstance(value, dict):
+                return {k: clean(v) for k, v in value.items()}
+            if isinstance(value, list | tuple):
+                return [clean(v) for v in value]
+            return value
+
+        return clean(asdict(self))
+
+
+def kernel_divergence(
+    human_counts: np.ndarray, agent_counts: np.ndarray, kappa: float
+) -> np.ndarray:
+    """D(H‖A) for (stacks of) ``(..., S, S)`` count matrices, weighted by human row visits."""
+    p_h = probs_from_counts(human_counts, kappa)
+    p_a = probs_from_counts(agent_counts, kappa)
+    visits = np.asarray(human_counts, dtype=np.float64).sum(axis=-1)
+    weights = visits / np.maximum(visits.sum(axis=-1, keepdims=True), 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p_h > 0, p_h * (np.log(p_h) - np.log(p_a)), 0.0)
+    return (weights * terms.sum(axis=-1)).sum(axis=-1)
+
+
+def split_half_null(
+    pair_session: np.ndarray,
+    pair_code: np.ndarray,
+    pair_count: np.ndarray,
+    n_sessions: int,
+    n_first: int,
+    n_repeats: int,
+    kappa: float,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Kernel divergences between random splits (sizes ``n_first`` / rest) of pooled sessions.
+
+    Args:
+        pair_session: Session index of each sparse (session, src·S+dst) count.
+        pair_code: ``src * S + dst`` of each count.
+        pair_count: The counts.
+        n_sessions: Number of pooled sessions.
+        n_first: Size of the first ("human") group.
+        n_repeats: Number of random splits.
+        kappa: κ of the refitted kernels.
+        rng: Random generator.
+    """
+    cells = N_STATES * N_STATES
+    chunk = max(1, _CHUNK_CELLS // max(pair_code.size, 1))
+    base = (np.arange(n_sessions) >= n_first).astype(np.int64)  # 0 = first group, 1 = second
+    out = np.empty(n_repeats)
+    for start in range(0, n_repeats, chunk):  # loop over batches of splits
+        b = min(chunk, n_repeats - start)
+        group = rng.permuted(np.broadcast_to(base, (b, n_sessions)), axis=1)
+        key = (np.arange(b)[:, None] * 2 + group[:, pair_session]) * cells + pair_code
+        counts = np.bincount(
+            key.ravel(),
+            weights=np.broadcast_to(pair_count, key.shape).ravel(),
+            minlength=b * 2 * cells,
+        ).reshape(b, 2, N_STATES, N_STATES)
+        out[start : start + b] = kernel_divergence(counts[:, 0], counts[:, 1], kappa)
+    return out
+
+
+def _kernel_divergence_block(
+    sessions: pl.DataFrame, params: SeparabilityParams, rng: np.random.Generator
+) -> dict[str, float]:
+    labeled = sessions.filter(
+        pl.col("actor").is_in(list(ACTORS)) & (pl.col("n_events") >= MIN_EVENTS_FOR_KERNEL)
+    ).sort(pl.col("actor") != ACTORS[0], maintain_order=True)  # humans first
+    n_h = int((labeled["actor"] == ACTORS[0]).sum())
+    t = encode_trajectories(labeled["trajectory"])
+    keys, counts = np.unique((t.session * N_STATES + t.src) * N_STATES + t.dst, return_counts=True)
+    pair_session, pair_code = keys // (N_STATES * N_STATES), keys % (N_STATES * N_STATES)
+    is_agent = (pair_session >= n_h).astype(np.int64)
+    by_class = np.bincount(
+        is_agent * N_STATES * N_STATES + pair_code,
+        weights=counts,
+        minlength=2 * N_STATES * N_STATES,
+    ).reshape(2, N_STATES, N_STATES)
+    observed = float(kernel_divergence(by_class[0], by_class[1], params.kappa))
+    null = split_half_null(
+        pair_session, pair_code, counts.astype(np.float64), labeled.height, n_h,
+        params.n_split_half, params.kappa, rng,
+    )  # fmt: skip
+    return {
+        "kernel_divergence": observed,
+        "kernel_divergence_null_mean": float(null.mean()),
+        "kernel_divergence_null_q95": float(np.quantile(null, 0.95)),
+        "kernel_divergence_p": float((1 + np.sum(null >= observed)) / (1 + null.size)),
+    }
+
+
+def _accuracy(gap: np.ndarray, is_agent: np.ndarray) -> tuple[float, float]:
+    """Accuracy of "agent iff gap > 0" (i.e. f > ½), plain and class-balanced."""
+    pred = gap > 0
+    correct = pred == is_agent
+    balanced = 0.5 * (correct[is_agent].mean() + correct[~is_agent].mean())
+    return float(correct.mean()), float(balanced)
+
+
+def prefix_curve(prefix: pl.DataFrame) -> tuple[dict[str, Any], ...]:
+    """Accuracy and AUC per prefix length from a :func:`prefix_scores` table (labeled rows)."""
+    rows = prefix.filter(pl.col("actor").is_in(list(ACTORS)) & pl.col("gap").is_not_nan())
+    curve = []
+    for p in sorted(rows["prefix_len"].unique().to_list()):  # loop over prefix lengths
+        at = rows.filter(pl.col("prefix_len") == p)
+        gap = at["gap"].to_numpy()
+        is_agent = (at["actor"] == ACTORS[1]).to_numpy()
+        n_a, n_h = int(is_agent.sum()), int((~is_agent).sum())
+        both = n_a > 0 and n_h > 0
+        acc, bal = _accuracy(gap, is_agent) if both else (float("nan"), float("nan"))
+        value = auc(gap[~is_agent], gap[is_agent]) if both else float("nan")
+        curve.append(
+            {"prefix_len": int(p), "n_human": n_h, "n_agent": n_a, "accuracy": acc,
+             "balanced_accuracy": bal, "auc": value}
+        )  # fmt: skip
+    return tuple(curve)
+
+
+def separability_report(
+    scores: pl.DataFrame,
+    *,
+    rng: np.random.Generator,
+    params: SeparabilityParams = SeparabilityParams(),
+    sessions: pl.DataFrame | None = None,
+    prefix: pl.DataFrame | None = None,
+) -> SeparabilityReport:
+    """Compute the separability report of one store.
+
+    Args:
+        scores: :func:`score_sessions` output (``actor``, ``gap`` used).
+        rng: Random generator for bootstrap, permutations and split-half null (in that order).
+        params: Draw counts, CI level, κ and folds (must match those used for ``scores``).
+        sessions: The sessions frame ``scores`` came from; enables the refit permutation test,
+            the kernel divergence and its null.
+        prefix: :func:`prefix_scores` output; enables the prefix curve.
+
+    Raises:
+        ValueError: If a class has no session with a non-NaN gap.
+    """
+    labeled = scores.filter(pl.col("actor").is_in(list(ACTORS)))
+    finite = labeled.filter(pl.col("gap").is_not_nan())
+    gap = finite["gap"].to_numpy()
+    is_agent = (finite["actor"] == ACTORS[1]).to_numpy()
+    human, agent = gap[~is_agent], gap[is_agent]
+    mw = mann_whitney(human, agent, params.exact_max_n)
+    boot = bootstrap_auc(human, agent, params.n_bootstrap, rng)
+    tail = (1.0 - params.confidence) / 2
+    fixed_p = permutation_auc_pvalue(human, agent, params.n_permutations, rng)
+    method, permutation_p = "fixed_gaps", fixed_p
+    if sessions is not None and params.kappa > 0 and finite.height == labeled.height:
+        _, permutation_p = refit_permutation_pvalue(
+            sessions,
+            k=params.folds,
+            kappa=params.kappa,
+            n_permutations=params.n_permutations,
+            rng=rng,
+        )
+        method = "refit"
+    acc, bal = _accuracy(gap, is_agent)
+    extra = _kernel_divergence_block(sessions, params, rng) if sessions is not None else {}
+    return SeparabilityReport(
+        n_human=int(human.size),
+        n_agent=int(agent.size),
+        u_statistic=mw.u_statistic,
+        p_value=mw.p_value,
+        p_method=mw.method,
+        auc=mw.auc,
+        auc_ci_low=float(np.quantile(boot, tail)),
+        auc_ci_high=float(np.quantile(boot, 1.0 - tail)),
+        permutation_p=permutation_p,
+        permutation_method=method,
+        permutation_p_fixed_gaps=fixed_p,
+        accuracy=acc,
+        balanced_accuracy=bal,
+        n_dropped_nan=labeled.height - finite.height,
+        prefix_curve=prefix_curve(prefix) if prefix is not None else (),
+        params=asdict(params),
+        **extra,
+    )

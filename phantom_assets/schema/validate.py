@@ -1,0 +1,158 @@
+"""Quarantine rules of DESIGN §3.3 applied to a staging frame: each row is kept or gets a reason.
+
+A row gets the *first* reason that applies, in `REASON_ORDER`; duplicates are judged last, among
+rows that passed every other rule, and the earliest `source_row` of a duplicate group is kept.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import polars as pl
+
+from phantom_assets.constants import (
+    ADMIN_PAGE_PREFIX,
+    LEGACY_STORE,
+    MAX_FIELD_CHARS,
+    PRICE_LOG,
+    PRICE_QUOTE_EVENT,
+    QUARANTINE_REASONS,
+    RECORD_TYPES,
+    STORES,
+    VOCABULARY,
+)
+from phantom_assets.schema import fields
+from phantom_assets.schema.staging import STAGING_FIELDS, TABLE_COLUMNS
+
+# Local reason (not in constants.QUARANTINE_REASONS yet): pages under ADMIN_PAGE_PREFIX are
+# dropped from the events *via* the quarantine, so that rows_in == rows_kept + rows_quarantined.
+ADMIN_PAGE: Final[str] = "admin_page"
+ALL_REASONS: Final[tuple[str, ...]] = (*QUARANTINE_REASONS, ADMIN_PAGE)
+DUPLICATE_KEY: Final[tuple[str, ...]] = (
+    "session_id",
+    "ts",
+    "event",
+    "page",
+    "product_id",
+    "metadata",
+    "record_type",
+    "price",
+)
+_SNIPPET: Final[int] = 80
+
+
+def _show(name: str) -> pl.Expr:
+    """Human-readable `sourceField='value'` of a staging column (truncated; `missing` if null)."""
+    source = TABLE_COLUMNS.get(name, name)
+    value = pl.col(name).str.slice(0, _SNIPPET)
+    return pl.concat_str(pl.lit(f"{source}='"), value, pl.lit("'")).fill_null(f"{source} missing")
+
+
+def _normalized(accept_legacy_store: bool) -> list[pl.Expr]:
+    """Typed canonical values next to the staged text (prefixed `n_`)."""
+    event = fields.event_name("event")
+    return [
+        pl.col("session_id").alias("n_session_id"),
+        fields.text("experiment_id").alias("n_experiment_id"),
+        fields.token("store").alias("n_store"),
+        fields.timestamp("ts").alias("n_ts"),
+        event.alias("n_event"),
+        fields.record_type("record_type", event).alias("n_record_type"),
+        fields.text("page").alias("n_page"),
+        fields.text("product_id").alias("n_product_id"),
+        fields.number("price").alias("n_price"),
+        fields.text("user_agent").alias("n_user_agent"),
+        fields.metadata_json().alias("n_metadata"),
+        pl.lit(accept_legacy_store).alias("accept_legacy"),
+    ]
+
+
+def _rules() -> list[tuple[str, pl.Expr, pl.Expr]]:
+    """(reason, condition, detail) in priority order, over the `n_` columns."""
+    lengths = [pl.col(name).str.len_chars() > MAX_FIELD_CHARS for name in STAGING_FIELDS]
+    too_long = pl.coalesce(
+        pl.when(cond).then(pl.lit(TABLE_COLUMNS.get(name, name)))
+        for cond, name in zip(lengths, STAGING_FIELDS, strict=True)
+    )
+    is_price_log = pl.col("n_record_type") == PRICE_LOG
+    event_ok = (
+        pl.when(is_price_log)
+        .then(pl.col("n_event").is_null() | (pl.col("n_event") == PRICE_QUOTE_EVENT))
+        .otherwise(pl.col("n_event").is_in(VOCABULARY))
+    )
+    price = pl.col("n_price")
+    page = pl.col("n_page").str.to_lowercase()
+    return [
+        (
+            "field_too_long",
+            too_long.is_not_null(),
+            pl.format(f"field {{}} is longer than {MAX_FIELD_CHARS} characters", too_long),
+        ),
+        (
+            "missing_session_id",
+            fields.text("session_id").is_null(),
+            _show("session_id"),
+        ),
+        ("unparseable_timestamp", pl.col("n_ts").is_null(), _show("ts")),
+        (
+            "legacy_store",
+            (pl.col("n_store") == LEGACY_STORE) & ~pl.col("accept_legacy"),
+            pl.concat_str(_show("store"), pl.lit(" (legacy store not accepted)")),
+        ),
+        (
+            "unknown_store",
+            ~pl.col("n_store").is_in([*STORES, LEGACY_STORE]).fill_null(False),
+            _show("store"),
+        ),
+        (
+            "malformed_row",
+            ~pl.col("n_record_type").is_in(RECORD_TYPES).fill_null(False),
+            _show("record_type"),
+        ),
+        ("unknown_event", ~event_ok.fill_null(False), _show("event")),
+        (
+            "invalid_price",
+            is_price_log & (price.is_null() | (price < 0)),
+            _show("price"),
+        ),
+        (ADMIN_PAGE, page.str.starts_with(ADMIN_PAGE_PREFIX).fill_null(False), _show("page")),
+    ]
+
+
+def _reason_and_detail() -> tuple[pl.Expr, pl.Expr]:
+    """One when-chain for the reason and one for its detail; staged reasons come first."""
+    rules = _rules()
+    reason = pl.when(pl.col("pre_reason").is_not_null()).then(pl.col("pre_reason"))
+    detail = pl.when(pl.col("pre_reason").is_not_null()).then(pl.col("pre_detail"))
+    for name, condition, text in rules:
+        reason = reason.when(condition).then(pl.lit(name))
+        detail = detail.when(condition).then(text)
+    return reason.otherwise(pl.lit(None, pl.String)), detail.otherwise(pl.lit(None, pl.String))
+
+
+def classify(staging: pl.LazyFrame, *, accept_legacy_store: bool) -> pl.LazyFrame:
+    """Add canonical `n_*` columns and a quarantine `reason`/`detail` (null when kept).
+
+    Args:
+        staging: a staging frame (`staging.STAGING_SCHEMA`), one row per raw record.
+        accept_legacy_store: keep the legacy store value instead of quarantining it.
+
+    Returns:
+        The frame sorted by `source_row` with `n_*`, `reason` and `detail` columns added.
+    """
+    reason, detail = _reason_and_detail()
+    ranked = (
+        staging.sort("source_row")
+        .with_columns(_normalized(accept_legacy_store))
+        .with_columns(reason=reason, detail=detail)
+    )
+    keys = [f"n_{name}" for name in DUPLICATE_KEY]
+    candidate = pl.col("reason").is_null()
+    first = pl.when(candidate).then(pl.col("source_row")).min().over(keys)
+    duplicate = candidate & (pl.col("source_row") != first)
+    return ranked.with_columns(
+        reason=pl.when(duplicate).then(pl.lit("duplicate_event")).otherwise(pl.col("reason")),
+        detail=pl.when(duplicate)
+        .then(pl.format("same event as source_row {}", first))
+        .otherwise(pl.col("detail")),
+    ).drop("accept_legacy")

@@ -1,0 +1,105 @@
+"""Initial hidden state of every session: what it looks for, in which order, and for how long."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from phantom_assets.simulate.behaviour import MAX_STEPS, SessionPlan
+from phantom_assets.simulate.layout import BUY, RECON, RECON_ITEMS, SECOND, SINGLE, Layout
+from phantom_assets.simulate.tasks import Task
+
+__all__ = ["plan_sessions"]
+
+TASTE_SD = 0.3  # per-subject idiosyncratic taste added to the task utility
+PATIENCE_SIGMA = 0.5
+P_BUY_AFTER_RETURN = 0.25  # extra purchase intent of a returning human visitor
+P_AGENT_BUYS = 0.95
+_STATE_PARAMS = (
+    "hover_mean",
+    "p_learn",
+    "p_back",
+    "p_revisit",
+    "p_refilter",
+    "p_search_first",
+    "p_noise",
+    "p_remove",
+    "p_abandon",
+)
+
+
+def plan_sessions(
+    layout: Layout,
+    tasks: tuple[Task, ...],
+    utility: np.ndarray,
+    affordable: np.ndarray,
+    rng: np.random.Generator,
+) -> SessionPlan:
+    """Draw the initial state of every session of a layout.
+
+    Reconnaissance sessions of one agent examine consecutive, disjoint slices of one systematic
+    (utility-ordered) product order; the buy session goes straight to the best affordable product.
+    Human-like sessions examine products in a noisy order of their own.
+
+    Args:
+        layout: Experiments and sessions of one store.
+        tasks: The store's tasks (`layout.xp_task` indexes them).
+        utility: (n_tasks, P) task utilities (see `tasks.task_utilities`).
+        affordable: (n_tasks, P) budget fit.
+        rng: Source of randomness.
+
+    Returns:
+        The session plan for `behaviour.run_sessions`.
+    """
+    n_xp, n_s, n_p = layout.xp_task.size, layout.n_sessions, utility.shape[1]
+    xp = layout.session_xp
+    role = layout.session_role
+    task = layout.xp_task[xp]
+    xp_utility = utility[layout.xp_task] + TASTE_SD * rng.standard_normal((n_xp, n_p))
+    u = xp_utility[xp]
+    fits = affordable[task]
+    noise = np.where(
+        np.isin(role, (RECON, BUY))[:, None],
+        rng.standard_normal((n_xp, n_p))[xp],
+        rng.standard_normal((n_s, n_p)),
+    )
+    score = u + layout.param("order_noise")[:, None] * noise
+    score = np.where((role == BUY)[:, None], u + 10.0 * fits, score)
+    order = np.argsort(-score, axis=1, kind="stable")
+
+    items_per_recon = rng.integers(RECON_ITEMS[0], RECON_ITEMS[1] + 1, size=n_xp)[xp]
+    start_ptr = np.where(role == RECON, layout.session_rank * items_per_recon, 0)
+    compare = 1 + rng.poisson(np.maximum(layout.param("compare_mean") - 1.0, 0.0))
+    target = np.select(
+        [role == RECON, role == BUY, role == SECOND],
+        [items_per_recon, 1, 1 + rng.poisson(0.5, size=n_s)],
+        compare,
+    )
+    buy_prob = np.array([t.buy_prob for t in tasks])[task]
+    draw = rng.random(n_s)
+    buy = np.select(
+        [role == SINGLE, role == SECOND, role == BUY],
+        [draw < buy_prob, draw < buy_prob + P_BUY_AFTER_RETURN, draw < P_AGENT_BUYS],
+        False,  # FIRST visits and RECON sessions never buy
+    )
+    filters_mean = layout.param("filters_mean") * np.where(role == SECOND, 0.5, 1.0)
+    filters = np.where(role == BUY, 0, rng.poisson(filters_mean))
+    patience = np.exp(
+        np.log(layout.param("patience_median")) + PATIENCE_SIGMA * rng.standard_normal(n_s)
+    )
+    patience = np.clip(np.rint(patience), 4, MAX_STEPS).astype(np.int64)
+    patience = np.where(role == BUY, np.maximum(patience, 12), patience)
+
+    weights = np.array([t.filter_weights for t in tasks])[task]
+    filter_cdf = np.cumsum(weights, axis=1) / weights.sum(axis=1, keepdims=True)
+    return SessionPlan(
+        order=order,
+        start_ptr=start_ptr.astype(np.int64),
+        utility=u,
+        affordable=fits,
+        filter_cdf=filter_cdf,
+        buy=buy.astype(bool),
+        target_views=target.astype(np.int64),
+        filters=filters.astype(np.int64),
+        patience=patience,
+        params={name: layout.param(name) for name in _STATE_PARAMS},
+    )

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import dagster as dg
 
-from phantom_assets.assets.partitions import batch_partitions, store_actor_partitions
+from phantom_assets.assets.partitions import (
+    batch_partitions,
+    store_actor_partitions,
+    store_partitions,
+)
 
 ingest_job = dg.define_asset_job(
     "ingest_job",
@@ -17,11 +21,17 @@ warehouse_job = dg.define_asset_job(
     selection=dg.AssetSelection.groups("warehouse"),
     description="Rebuild the dbt warehouse (sessions, labels, marts) and run its data tests.",
 )
-labeled_sessions_job = dg.define_asset_job(
-    "labeled_sessions_job",
-    selection=dg.AssetSelection.assets("labeled_sessions"),
+class_kernels_job = dg.define_asset_job(
+    "class_kernels_job",
+    selection=dg.AssetSelection.assets("labeled_sessions", "transition_kernels"),
     partitions_def=store_actor_partitions,
-    description="Split the warehouse's labeled sessions into store × actor partitions.",
+    description="Labeled sessions and transition kernels of one store × actor class.",
+)
+store_fingerprint_job = dg.define_asset_job(
+    "store_fingerprint_job",
+    selection=dg.AssetSelection.assets("divergence_scores", "separability_report"),
+    partitions_def=store_partitions,
+    description="Out-of-fold divergence scores and the separability report of one store.",
 )
 
-ALL_JOBS = [ingest_job, warehouse_job, labeled_sessions_job]
+ALL_JOBS = [ingest_job, warehouse_job, class_kernels_job, store_fingerprint_job]

@@ -18,6 +18,10 @@ from phantom_assets.batches import BatchRegistry, candidate_files
 from phantom_assets.config import Settings
 
 
+# Step events stay in the run's event log (and the UI); the terminal gets one line per run.
+QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
 @dataclass(frozen=True)
 class Stage:
     """Assets materialized together, once per key of their shared partitions definition."""
@@ -52,7 +56,9 @@ class PipelineReport:
         return [o for o in self.outcomes if not o.success]
 
 
-def register_batches(settings: Settings, instance: dg.DagsterInstance) -> tuple[list[str], list[str]]:
+def register_batches(
+    settings: Settings, instance: dg.DagsterInstance
+) -> tuple[list[str], list[str]]:
     """Register every data file in the drop zone; add new keys to the `batch` partitions."""
     registry = BatchRegistry(settings.lake_dir)
     keys, new = [], []
@@ -126,6 +132,7 @@ def run_pipeline(
                 resources=resources,
                 raise_on_error=False,
                 tags={"phantom/launched_by": "phantom run"},
+                run_config=QUIET_CONSOLE,
             )
             outcome = RunOutcome(
                 stage.label, partition, result.success, time.perf_counter() - started, result.run_id

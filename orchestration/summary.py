@@ -13,7 +13,10 @@ def session_counts(settings: Settings) -> pl.DataFrame:
     if not settings.warehouse_path.exists():
         return pl.DataFrame()
     with duckdb.connect(str(settings.warehouse_path), read_only=True) as conn:
-        tables = {row[0] for row in conn.execute("select table_name from information_schema.tables").fetchall()}
+        tables = {
+            row[0]
+            for row in conn.execute("select table_name from information_schema.tables").fetchall()
+        }
         if not {"sessions", "session_labels"} <= tables:
             return pl.DataFrame()
         return conn.execute(
@@ -27,7 +30,9 @@ def quarantine_counts(settings: Settings) -> pl.DataFrame:
     """Quarantined rows per reason over every batch."""
     files = sorted((settings.lake_dir / "raw_events_quarantine").glob("batch=*/quarantine.parquet"))
     if not files:
-        return pl.DataFrame({"reason": [], "n_rows": []}, schema={"reason": pl.Utf8, "n_rows": pl.UInt32})
+        return pl.DataFrame(
+            {"reason": [], "n_rows": []}, schema={"reason": pl.Utf8, "n_rows": pl.UInt32}
+        )
     return (
         pl.scan_parquet(files)
         .group_by("reason")
@@ -50,7 +55,9 @@ def render_summary(settings: Settings) -> str:
         )
     quarantine = quarantine_counts(settings)
     lines.append(f"quarantined rows: {int(quarantine['n_rows'].sum())}")
-    lines.extend(f"  {row['reason']:<24} {row['n_rows']:>6}" for row in quarantine.iter_rows(named=True))
+    lines.extend(
+        f"  {row['reason']:<24} {row['n_rows']:>6}" for row in quarantine.iter_rows(named=True)
+    )
     lines.append(f"lake:      {settings.lake_dir}")
     lines.append(f"warehouse: {settings.warehouse_path}")
     lines.append(f"reports:   {settings.reports_dir}")

@@ -122,7 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    # Third-party libraries (alembic, dbt) stay at WARNING; PHANTOM's own progress is INFO.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
+    logger.setLevel(logging.INFO)
     args = build_parser().parse_args(argv)
     return args.func(args)
 

@@ -149,7 +149,11 @@ class Settings:
 _STUDY_OVERRIDES: dict[str, dict[str, Any]] = {
     "simulation": {"humans_per_store": 600, "agents_per_store": 200},
     "contamination": {"alphas": tuple(round(0.1 * i, 1) for i in range(11))},
-    "training": {"train_alphas": (0.0, 0.3, 0.5, 0.7, 1.0), "timesteps": 50_000, "seeds": (0, 1, 2)},
+    "training": {
+        "train_alphas": (0.0, 0.3, 0.5, 0.7, 1.0),
+        "timesteps": 50_000,
+        "seeds": (0, 1, 2),
+    },
     "evaluation": {"alphas": tuple(round(0.1 * i, 1) for i in range(11)), "episodes": 30},
 }
 

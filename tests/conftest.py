@@ -17,8 +17,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         from dbt.cli.main import dbtRunner
 
         result = dbtRunner().invoke(
-            ["parse", "--quiet", "--project-dir", str(MANIFEST.parents[1]),
-             "--profiles-dir", str(MANIFEST.parents[1])]
+            [
+                "parse",
+                "--quiet",
+                "--project-dir",
+                str(MANIFEST.parents[1]),
+                "--profiles-dir",
+                str(MANIFEST.parents[1]),
+            ]
         )
         if not result.success:
             raise RuntimeError(f"dbt parse failed: {result.exception}")

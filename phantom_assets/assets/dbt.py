@@ -1,6 +1,5 @@
 """Warehouse group: the dbt-duckdb models (staging -> intermediate -> marts) and their tests."""
 
-
 import json
 from collections.abc import Mapping
 from typing import Any

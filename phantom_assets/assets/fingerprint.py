@@ -1,17 +1,55 @@
 """Fingerprint group: labeled session partitions (D_H, D_A per store) with cross-fitting folds."""
 
+from pathlib import Path
 
 import dagster as dg
+import numpy as np
 import polars as pl
 from dagster_duckdb import DuckDBResource
 
 from orchestration.resources import StorageResource
 from phantom_assets.assets.dbt import WAREHOUSE_POOL
-from phantom_assets.assets.metadata import code_version_of, table_metadata
-from phantom_assets.assets.partitions import store_actor_keys, store_actor_partitions
-from phantom_assets.fingerprint import assign_folds
-from phantom_assets.storage import partition_dir, write_parquet_atomic
+from phantom_assets.assets.metadata import (
+    code_version_of,
+    figure_markdown,
+    table_metadata,
+)
+from phantom_assets.assets.partitions import (
+    store_actor_keys,
+    store_actor_partitions,
+    store_partitions,
+)
+from phantom_assets.constants import ACTORS, MIN_EVENTS_FOR_KERNEL
+from phantom_assets.fingerprint import (
+    SESSION_SCHEMA,
+    KernelSet,
+    SeparabilityParams,
+    assign_folds,
+    fit_class_kernels,
+    kernel_checks,
+    kernel_frame,
+    kernel_from_frame,
+    plot_gap_histograms,
+    plot_kernel_heatmap,
+    plot_prefix_curve,
+    plot_roc,
+    prefix_scores,
+    score_sessions,
+)
+from phantom_assets.fingerprint import separability_report as separability_report_of
+from phantom_assets.storage import (
+    combined_digest,
+    partition_dir,
+    write_json_atomic,
+    write_parquet_atomic,
+)
 
+FINGERPRINT_CODE_VERSION = code_version_of(
+    "phantom_assets.assets.fingerprint", "phantom_assets.fingerprint", "phantom_assets.constants"
+)
+BY_STORE = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="store")
+KERNEL_FILE, FOLD_KERNELS_FILE = "kernel.parquet", "fold_kernels.parquet"
+KERNEL_CHECKS = ("rows_sum_to_one", "no_negative_entries", "counts_match_transitions")
 LABELED_SESSIONS_QUERY = """
 select s.session_id, s.store, l.actor, l.label_source, s.experiment_id, s.n_events,
        s.trajectory, s.product_ids, s.started_at
@@ -27,7 +65,7 @@ order by s.session_id
     group_name="fingerprint",
     kinds={"python", "duckdb", "parquet"},
     pool=WAREHOUSE_POOL,
-    code_version=code_version_of("phantom_assets.assets.fingerprint", "phantom_assets.fingerprint"),
+    code_version=FINGERPRINT_CODE_VERSION,
 )
 def labeled_sessions(
     context: dg.AssetExecutionContext, storage: StorageResource, warehouse: DuckDBResource
@@ -60,3 +98,209 @@ def labeled_sessions(
             fold_sizes=str(selected["fold"].value_counts().sort("fold").rows()),
         ),
     )
+
+
+def _labeled_path(lake: Path, store: str, actor: str) -> Path:
+    return partition_dir(lake, "labeled_sessions", store=store, actor=actor) / "sessions.parquet"
+
+
+def _load_kernel_set(lake: Path, store: str, actor: str, kappa: float) -> KernelSet:
+    folder = partition_dir(lake, "transition_kernels", store=store, actor=actor)
+    folds = pl.read_parquet(folder / FOLD_KERNELS_FILE).partition_by("fold", maintain_order=True)
+    return KernelSet(
+        full=kernel_from_frame(pl.read_parquet(folder / KERNEL_FILE), kappa=kappa),
+        folds=tuple(kernel_from_frame(frame, kappa=kappa) for frame in folds),
+    )
+
+
+@dg.asset(
+    partitions_def=store_actor_partitions,
+    deps=["labeled_sessions"],
+    group_name="fingerprint",
+    kinds={"python", "numpy", "parquet"},
+    code_version=FINGERPRINT_CODE_VERSION,
+    check_specs=[
+        dg.AssetCheckSpec(name, asset="transition_kernels", blocking=True) for name in KERNEL_CHECKS
+    ],
+)
+def transition_kernels(context: dg.AssetExecutionContext, storage: StorageResource):
+    """Pooled MLE Markov kernel of one store × actor class (rows = sources), with counts, plus
+    one kernel per fold fitted without that fold (for out-of-fold scoring)."""
+    store, actor = store_actor_keys(context)
+    settings = storage.settings()
+    cfg = settings.fingerprint
+    sessions = pl.read_parquet(_labeled_path(settings.lake_dir, store, actor))
+    kernels = fit_class_kernels(sessions, actor, kappa=cfg.kappa, k=cfg.folds)
+    eligible = sessions.filter(pl.col("n_events") >= MIN_EVENTS_FOR_KERNEL)
+    n_transitions = int((eligible["n_events"] + 1).sum() or 0)
+    folder = partition_dir(settings.lake_dir, "transition_kernels", store=store, actor=actor)
+    full = kernel_frame(kernels.full)
+    folds = pl.concat([kernel_frame(k, fold=i) for i, k in enumerate(kernels.folds)])
+    write_parquet_atomic(full, folder / KERNEL_FILE)
+    write_parquet_atomic(folds, folder / FOLD_KERNELS_FILE)
+    digest = combined_digest([folder / KERNEL_FILE, folder / FOLD_KERNELS_FILE])
+    figure = plot_kernel_heatmap(kernels.full, title=f"{store} / {actor} kernel")
+    yield dg.MaterializeResult(
+        data_version=dg.DataVersion(digest),
+        metadata=table_metadata(
+            full,
+            folder / KERNEL_FILE,
+            kappa=cfg.kappa,
+            folds=cfg.folds,
+            n_sessions=sessions.height,
+            n_sessions_fitted=eligible.height,
+            n_transitions=n_transitions,
+            heatmap=figure_markdown(
+                figure,
+                settings.reports_dir / "transition_kernels" / f"{store}_{actor}.png",
+                f"P(next | current), {store} {actor}",
+            ),
+        ),
+    )
+    checks = [kernel_checks(k, n_transitions) for k in (kernels.full, *kernels.folds)]
+    for name in KERNEL_CHECKS:
+        # Fold kernels see fewer transitions by design; only the full kernel's counts must match.
+        passed = (
+            checks[0][name] if name == "counts_match_transitions" else all(c[name] for c in checks)
+        )
+        yield dg.AssetCheckResult(check_name=name, passed=bool(passed))
+
+
+UNLABELED_SESSIONS_QUERY = """
+select s.session_id, s.store, l.actor, s.n_events, s.trajectory
+from sessions s join session_labels l using (session_id)
+where s.store = $store and l.actor = 'unknown'
+order by s.session_id
+"""
+
+
+@dg.asset(
+    partitions_def=store_partitions,
+    deps=[
+        dg.AssetDep("labeled_sessions", partition_mapping=BY_STORE),
+        dg.AssetDep("transition_kernels", partition_mapping=BY_STORE),
+        "sessions",
+    ],
+    group_name="fingerprint",
+    kinds={"python", "numpy", "parquet"},
+    pool=WAREHOUSE_POOL,
+    code_version=FINGERPRINT_CODE_VERSION,
+    check_specs=[
+        dg.AssetCheckSpec("f_in_unit_interval", asset="divergence_scores", blocking=True),
+        dg.AssetCheckSpec("every_session_scored", asset="divergence_scores", blocking=True),
+    ],
+)
+def divergence_scores(
+    context: dg.AssetExecutionContext, storage: StorageResource, warehouse: DuckDBResource
+):
+    """Δ_H, Δ_A, gap and agent probability f for every session of a store. Labeled sessions are
+    scored with the kernels fitted without their fold; unlabeled ones with the full kernels.
+    `prefix_scores.parquet` beside it holds f on the first 2, 3, … events."""
+    store, settings = context.partition_key, storage.settings()
+    cfg, lake = settings.fingerprint, settings.lake_dir
+    with warehouse.get_connection() as conn:
+        unlabeled = conn.execute(UNLABELED_SESSIONS_QUERY, {"store": store}).pl()
+    sessions = pl.concat(
+        [
+            pl.read_parquet(_labeled_path(lake, store, actor)).select(list(SESSION_SCHEMA))
+            for actor in ACTORS
+        ]
+        + [unlabeled.with_columns(fold=pl.lit(-1, pl.Int64)).select(list(SESSION_SCHEMA))]
+    ).cast(SESSION_SCHEMA)
+    human, agent = (_load_kernel_set(lake, store, actor, cfg.kappa) for actor in ACTORS)
+    scores = score_sessions(sessions, human, agent, cfg.temperature)
+    prefix = prefix_scores(sessions, human, agent, cfg.temperature, cfg.max_prefix)
+    folder = partition_dir(lake, "divergence_scores", store=store)
+    write_parquet_atomic(scores, folder / "scores.parquet")
+    write_parquet_atomic(prefix, folder / "prefix_scores.parquet")
+    digest = combined_digest([folder / "scores.parquet", folder / "prefix_scores.parquet"])
+    f_ok = scores["f"].drop_nans().is_between(0.0, 1.0).all()
+    yield dg.MaterializeResult(
+        data_version=dg.DataVersion(digest),
+        metadata=table_metadata(
+            scores,
+            folder / "scores.parquet",
+            n_unlabeled=unlabeled.height,
+            temperature=cfg.temperature,
+            calibration=cfg.calibration,
+            mean_f_by_actor=str(
+                scores.group_by("actor").agg(pl.col("f").mean()).sort("actor").rows()
+            ),
+        ),
+    )
+    yield dg.AssetCheckResult(check_name="f_in_unit_interval", passed=bool(f_ok))
+    yield dg.AssetCheckResult(
+        check_name="every_session_scored",
+        passed=scores.height == sessions.height
+        and scores["session_id"].n_unique() == scores.height,
+        metadata={"n_sessions": sessions.height, "n_scores": scores.height},
+    )
+
+
+@dg.asset(
+    partitions_def=store_partitions,
+    deps=["divergence_scores", dg.AssetDep("labeled_sessions", partition_mapping=BY_STORE)],
+    group_name="fingerprint",
+    kinds={"python", "scipy"},
+    code_version=FINGERPRINT_CODE_VERSION,
+)
+def separability_report(context: dg.AssetExecutionContext, storage: StorageResource):
+    """How well the out-of-fold gap separates agents from humans in one store: Mann–Whitney U and
+    p, AUC with bootstrap CI, refit-permutation p, kernel divergence vs a split-half null and the
+    accuracy/AUC by prefix length (`report.json` + plots)."""
+    store, settings = context.partition_key, storage.settings()
+    cfg, lake = settings.fingerprint, settings.lake_dir
+    folder = partition_dir(lake, "divergence_scores", store=store)
+    scores = pl.read_parquet(folder / "scores.parquet")
+    prefix = pl.read_parquet(folder / "prefix_scores.parquet")
+    sessions = pl.concat(
+        [
+            pl.read_parquet(_labeled_path(lake, store, a)).select(list(SESSION_SCHEMA))
+            for a in ACTORS
+        ]
+    ).cast(SESSION_SCHEMA)
+    params = SeparabilityParams(
+        n_bootstrap=cfg.bootstrap_draws,
+        n_permutations=cfg.permutation_draws,
+        kappa=cfg.kappa,
+        folds=cfg.folds,
+    )
+    rng = np.random.default_rng(cfg.seed)
+    report = separability_report_of(
+        scores, rng=rng, params=params, sessions=sessions, prefix=prefix
+    )
+    out = partition_dir(lake, "separability_report", store=store)
+    digest = write_json_atomic(report.to_dict(), out / "report.json")
+    plots = settings.reports_dir / "separability_report"
+    labeled = scores.filter(pl.col("actor").is_in(list(ACTORS)))
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(digest),
+        metadata={
+            "path": dg.MetadataValue.path(str(out / "report.json")),
+            "seed": cfg.seed,
+            **{k: report.to_dict()[k] for k in REPORT_HEADLINE},
+            "gap_histograms": figure_markdown(
+                plot_gap_histograms(labeled), plots / f"{store}_gaps.png", "Gap by class"
+            ),
+            "roc": figure_markdown(plot_roc(labeled), plots / f"{store}_roc.png", "ROC"),
+            "prefix_curve": figure_markdown(
+                plot_prefix_curve(report.prefix_curve),
+                plots / f"{store}_prefix.png",
+                "Accuracy / AUC by prefix length",
+            ),
+        },
+    )
+
+
+REPORT_HEADLINE = (
+    "n_human",
+    "n_agent",
+    "u_statistic",
+    "p_value",
+    "p_method",
+    "auc",
+    "auc_ci_low",
+    "auc_ci_high",
+    "permutation_p",
+    "permutation_method",
+)

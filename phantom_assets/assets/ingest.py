@@ -1,6 +1,5 @@
 """Ingest group: the drop zone (`incoming_files`) and `raw_events[batch]` with its quarantine."""
 
-
 import hashlib
 from pathlib import Path
 

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import importlib.util
+import io
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
 import polars as pl
+
+from phantom_assets.storage import write_bytes_atomic
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,3 +60,19 @@ def counts_table_markdown(counts: dict[str, int], header: tuple[str, str]) -> st
     """A two-column markdown table of counts (for asset descriptions in the UI)."""
     rows = "\n".join(f"| {key} | {value:,} |" for key, value in sorted(counts.items()))
     return f"| {header[0]} | {header[1]} |\n|---|---:|\n{rows}"
+
+
+def figure_markdown(figure: Figure, path: Path, title: str) -> dg.MetadataValue:
+    """Save `figure` as PNG at `path` (atomically), close it, and return it as markdown.
+
+    The image is embedded as a data URI so the UI shows it without serving local files.
+    """
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
+    figure.clear()
+    png = buffer.getvalue()
+    write_bytes_atomic(png, path)
+    encoded = base64.b64encode(png).decode()
+    return dg.MetadataValue.md(
+        f"**{title}** (`{path}`)\n\n![{title}](data:image/png;base64,{encoded})"
+    )

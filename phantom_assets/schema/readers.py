@@ -71,14 +71,15 @@ def _json_object_problem(text: str) -> str | None:
 def _with_payload(frame: pl.DataFrame, payload: pl.Expr, what: str) -> pl.DataFrame:
     """Add the payload fields and flag rows whose payload is not a JSON object."""
     # Materialise the payload once: every field below re-parses it, never the envelope.
-    frame = frame.with_columns(payload.alias("__payload"))
-    payload = pl.col("__payload")
+    frame = frame.with_columns(payload.alias("__payload")).with_columns(
+        pl.col("__payload").str.json_path_match("$.metadata").alias("__metadata")
+    )
+    payload, metadata = pl.col("__payload"), pl.col("__metadata")
     bad = payload.is_null() | ~payload.str.starts_with("{")
-    metadata = payload.str.json_path_match("$.metadata")
     bad_metadata = metadata.is_not_null() & ~metadata.str.starts_with("{")
     detail = pl.format(f"{what}: {{}}", pl.col("raw").str.slice(0, _SNIPPET))
     return frame.with_columns(
-        *payload_fields(payload),
+        *payload_fields(payload, metadata),
         pre_reason=pl.when(bad | bad_metadata).then(pl.lit("malformed_json")),
         pre_detail=pl.when(bad)
         .then(detail)

@@ -77,11 +77,12 @@ def decode_text(data: bytes) -> str:
     return text.removeprefix("\ufeff")
 
 
-def payload_fields(payload: pl.Expr) -> list[pl.Expr]:
+def payload_fields(payload: pl.Expr, metadata: pl.Expr) -> list[pl.Expr]:
     """Expressions pulling every staging field out of a JSON payload text column.
 
     Args:
         payload: a Utf8 expression holding one flat event payload object per row as JSON text.
+        metadata: the payload's `metadata` object as JSON text (extracted once by the caller).
 
     Returns:
         One aliased Utf8 expression per `STAGING_FIELDS` entry (record/actor fields are null:
@@ -90,9 +91,7 @@ def payload_fields(payload: pl.Expr) -> list[pl.Expr]:
     exprs = [
         payload.str.json_path_match(f"$.{key}").alias(name) for name, key in PAYLOAD_KEYS.items()
     ]
-    exprs += [
-        payload.str.json_path_match(f"$.metadata.{key}").alias(f"md_{key}") for key in METADATA_KEYS
-    ]
+    exprs += [metadata.str.json_path_match(f"$.{key}").alias(f"md_{key}") for key in METADATA_KEYS]
     exprs += [
         pl.lit(None, pl.String).alias(name) for name in ("record_type", "actor_type", "is_agent")
     ]

@@ -25,8 +25,9 @@ def simulated(settings: Settings) -> Settings:
 
 def _latest(instance: dg.DagsterInstance, key: str, partition: str | None = None):
     records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey(key),
-                              asset_partitions=[partition] if partition else None),
+        dg.AssetRecordsFilter(
+            asset_key=dg.AssetKey(key), asset_partitions=[partition] if partition else None
+        ),
         limit=1,
     ).records
     return records[0].asset_materialization
@@ -42,13 +43,19 @@ def test_pipeline_builds_raw_events_warehouse_and_labeled_sessions(simulated: Se
         materialization = _latest(instance, "raw_events", report.registered[0])
         assert materialization.metadata["dagster/row_count"].value > 0
         for key in report.registered:
-            assert (settings.lake_dir / "raw_events_quarantine" / f"batch={key}" /
-                    "quarantine.parquet").exists()
+            assert (
+                settings.lake_dir / "raw_events_quarantine" / f"batch={key}" / "quarantine.parquet"
+            ).exists()
         labeled = {
             (store, actor): pl.read_parquet(
-                settings.lake_dir / "labeled_sessions" / f"store={store}" / f"actor={actor}" /
-                "sessions.parquet")
-            for store in ("hotel", "airline") for actor in ("human", "agent")
+                settings.lake_dir
+                / "labeled_sessions"
+                / f"store={store}"
+                / f"actor={actor}"
+                / "sessions.parquet"
+            )
+            for store in ("hotel", "airline")
+            for actor in ("human", "agent")
         }
     interactions = raw.filter(pl.col("record_type") == "interaction")
     assert sum(f.height for f in labeled.values()) == interactions["session_id"].n_unique()
@@ -64,12 +71,14 @@ def test_pipeline_builds_raw_events_warehouse_and_labeled_sessions(simulated: Se
 def test_reingesting_identical_content_adds_no_batch(simulated: Settings):
     settings = simulated
     with dg.instance_for_test() as instance:
-        first = run_pipeline(defs, settings, instance, build_resources(settings),
-                             selection="raw_events")
+        first = run_pipeline(
+            defs, settings, instance, build_resources(settings), selection="raw_events"
+        )
         original = sorted(settings.incoming_dir.iterdir())[0]
         shutil.copyfile(original, settings.incoming_dir / f"again_{original.name}")
-        second = run_pipeline(defs, settings, instance, build_resources(settings),
-                              selection="raw_events")
+        second = run_pipeline(
+            defs, settings, instance, build_resources(settings), selection="raw_events"
+        )
         assert second.registered == first.registered
         assert second.new_batches == []
         assert not second.failed
@@ -81,12 +90,14 @@ def test_unreadable_file_fails_its_batch_naming_the_file_and_others_still_load(
     settings = simulated
     (settings.incoming_dir / "garbage.json").write_bytes(b"\x00\x01not json at all")
     with dg.instance_for_test() as instance:
-        report = run_pipeline(defs, settings, instance, build_resources(settings),
-                              selection="raw_events")
+        report = run_pipeline(
+            defs, settings, instance, build_resources(settings), selection="raw_events"
+        )
         assert len(report.failed) == 1
         failed_run = instance.get_run_by_id(report.failed[0].run_id)
         failures = [
-            e for e in instance.all_logs(failed_run.run_id)
+            e
+            for e in instance.all_logs(failed_run.run_id)
             if e.dagster_event and e.dagster_event.event_type == dg.DagsterEventType.STEP_FAILURE
         ]
         assert "garbage.json" in str(failures[0].dagster_event.event_specific_data.error)

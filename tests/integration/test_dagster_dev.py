@@ -59,9 +59,21 @@ def dagster_dev(tmp_path: Path, settings: Settings):
     env = {**os.environ, "DAGSTER_HOME": str(home), "PHANTOM_DATA_DIR": str(settings.data_dir)}
     log = (tmp_path / "dagster_dev.log").open("w")
     process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "dagster"), "dev", "-w", "workspace.yaml",
-         "-h", "127.0.0.1", "-p", str(port)],
-        cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            str(Path(sys.executable).parent / "dagster"),
+            "dev",
+            "-w",
+            "workspace.yaml",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         _wait_for_server(f"http://127.0.0.1:{port}", process, time.monotonic() + STARTUP_TIMEOUT_S)
@@ -81,9 +93,7 @@ def test_dagster_dev_runs_an_ingest_partition_launched_through_graphql(dagster_d
     deadline = time.monotonic() + 60
     while True:  # the code location may still be loading right after the server answers
         try:
-            run_id = client.submit_job_execution(
-                "ingest_job", tags={"dagster/partition": keys[0]}
-            )
+            run_id = client.submit_job_execution("ingest_job", tags={"dagster/partition": keys[0]})
             break
         except DagsterGraphQLClientError:
             if time.monotonic() > deadline:
@@ -91,8 +101,15 @@ def test_dagster_dev_runs_an_ingest_partition_launched_through_graphql(dagster_d
             time.sleep(2)
     deadline = time.monotonic() + RUN_TIMEOUT_S
     status = client.get_run_status(run_id)
-    while status not in (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE,
-                         dg.DagsterRunStatus.CANCELED) and time.monotonic() < deadline:
+    while (
+        status
+        not in (
+            dg.DagsterRunStatus.SUCCESS,
+            dg.DagsterRunStatus.FAILURE,
+            dg.DagsterRunStatus.CANCELED,
+        )
+        and time.monotonic() < deadline
+    ):
         time.sleep(2)
         status = client.get_run_status(run_id)
     assert status == dg.DagsterRunStatus.SUCCESS

@@ -22,8 +22,15 @@ def test_every_job_resolves_against_the_asset_graph():
 def test_main_assets_are_in_the_graph_with_groups_and_code_versions():
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert {"incoming_files", "raw_events", "raw_events_quarantine", "stg_events", "sessions",
-            "session_labels", "labeled_sessions"} <= keys
+    assert {
+        "incoming_files",
+        "raw_events",
+        "raw_events_quarantine",
+        "stg_events",
+        "sessions",
+        "session_labels",
+        "labeled_sessions",
+    } <= keys
     for key in graph.materializable_asset_keys:
         node = graph.get(key)
         assert node.group_name, key
@@ -37,6 +44,7 @@ def test_loading_the_code_location_does_not_import_torch_or_wandb():
         "heavy = [m for m in ('torch', 'stable_baselines3', 'wandb') if m in sys.modules];"
         "print(','.join(heavy))"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == ""

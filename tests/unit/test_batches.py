@@ -41,7 +41,14 @@ def test_register_different_content_gets_a_new_key(tmp_path: Path):
 
 def test_candidate_files_skip_sidecars_hidden_and_partial_uploads(tmp_path: Path):
     when = datetime(2025, 6, 2, tzinfo=UTC)
-    for name in ["a.jsonl", "a.experiments.csv", "experiments.csv", ".hidden", "b.csv.part", "c.tmp"]:
+    for name in [
+        "a.jsonl",
+        "a.experiments.csv",
+        "experiments.csv",
+        ".hidden",
+        "b.csv.part",
+        "c.tmp",
+    ]:
         _touch(tmp_path / name, b"1", when)
     assert [p.name for p in candidate_files(tmp_path)] == ["a.jsonl"]
     assert candidate_files(tmp_path / "missing") == []

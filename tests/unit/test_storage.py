@@ -30,7 +30,9 @@ def test_write_parquet_atomic_is_deterministic_and_returns_the_file_digest(tmp_p
 def test_failed_write_leaves_neither_partial_file_nor_temp(tmp_path: Path):
     target = tmp_path / "bad.json"
     with pytest.raises(TypeError):
-        write_json_atomic({"x": object.__new__(type("Unserialisable", (), {"__str__": None}))}, target)
+        write_json_atomic(
+            {"x": object.__new__(type("Unserialisable", (), {"__str__": None}))}, target
+        )
     assert not target.exists()
     assert list(tmp_path.iterdir()) == []
 

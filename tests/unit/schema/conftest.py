@@ -12,7 +12,11 @@ from typing import Any
 import polars as pl
 import pytest
 
-from phantom_assets.schema.raw_formats import EXPERIMENT_COLUMNS, METADATA_KEYS, WHOCLICKEDIT_COLUMNS
+from phantom_assets.schema.raw_formats import (
+    EXPERIMENT_COLUMNS,
+    METADATA_KEYS,
+    WHOCLICKEDIT_COLUMNS,
+)
 
 T0 = 1_732_960_800_000  # 2024-11-30T10:00:00Z in epoch ms
 

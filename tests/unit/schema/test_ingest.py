@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -21,7 +20,6 @@ from .conftest import (
     RECORDS,
     T0,
     flat_row,
-    flat_rows,
     payload,
     write_csv,
     write_jsonl,
@@ -65,9 +63,7 @@ def test_canonical_schema_follows_the_constants() -> None:
     assert list(QUARANTINE_SCHEMA) == ["source_row", "raw", "reason", "detail", "batch_id"]
 
 
-@pytest.mark.parametrize(
-    "fmt", ["jsonl", "kafka_json", "whoclickedit_csv", "whoclickedit_parquet"]
-)
+@pytest.mark.parametrize("fmt", ["jsonl", "kafka_json", "whoclickedit_csv", "whoclickedit_parquet"])
 def test_parse_batch_matches_the_python_oracle(
     batch_files: Callable[[str], Path], fmt: str
 ) -> None:
@@ -76,7 +72,9 @@ def test_parse_batch_matches_the_python_oracle(
     assert result.events.schema == pl.Schema(CANONICAL_SCHEMA)
     assert result.quarantine.schema == pl.Schema(QUARANTINE_SCHEMA)
     assert result.events["source_row"].to_list() == list(range(len(RECORDS)))
-    expected = pl.DataFrame([_canonical_oracle(r) for r in RECORDS], schema_overrides=CANONICAL_SCHEMA)
+    expected = pl.DataFrame(
+        [_canonical_oracle(r) for r in RECORDS], schema_overrides=CANONICAL_SCHEMA
+    )
     assert_frame_equal(
         result.events.drop(POSITIONAL), expected.select(result.events.drop(POSITIONAL).columns)
     )
@@ -213,5 +211,4 @@ def test_ingest_result_counts_balance(batch_files: Callable[[str], Path]) -> Non
     counts = result.counts
     assert counts["rows_in"] == counts["rows_kept"] + counts["rows_quarantined"] == len(RECORDS)
     assert counts["rows_kept"] == result.events.height
-    assert not math.isnan(sum(counts.values()))
-    assert len(flat_rows(RECORDS)) == len(RECORDS)
+    assert counts["admin_pages_dropped"] == 0

@@ -82,8 +82,7 @@ def test_parse_batch_quarantines_bad_jsonl_lines(
     assert result.quarantine.select("source_row", "reason").rows() == [(1, reason)]
     assert result.events["source_row"].to_list() == [0, 2]
     assert result.counts[reason] == 1
-    detail = result.quarantine["detail"].item()
-    assert detail
+    assert result.quarantine["detail"].str.len_chars().item() > 0
 
 
 def test_parse_batch_quarantine_keeps_the_raw_line_and_names_the_field(tmp_path: Path) -> None:
@@ -234,14 +233,12 @@ BROKEN_LINES = st.sampled_from(
     [b'{"sessionId": ', b"{not json}", b'{"a": 1} x', b'{"sessionId": "\xff\xfe"}', b"{}"]
 )
 JSONL_LINE = st.one_of(RECORD.map(lambda r: json.dumps(r).encode()), BROKEN_LINES)
-PROPERTY = settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _assert_events_are_canonical(result: IngestResult) -> None:
     events = result.events
-    assert events["session_id"].str.strip_chars().str.len_chars().min() or events.is_empty()
+    assert (events["session_id"].str.strip_chars().str.len_chars() > 0).all()
     assert events["store"].is_in(STORES).all()
     assert events["ts"].null_count() == 0
     assert events["event"].is_in([*VOCABULARY, "price_quote"]).all()

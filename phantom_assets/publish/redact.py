@@ -1,0 +1,73 @@
+"""Keep a secret (the Hub token) out of text, log records and exception messages (DESIGN §7)."""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import quote
+
+__all__ = ["REDACTED", "RedactingFilter", "redact"]
+
+REDACTED = "***"
+
+
+def _forms(secret: str) -> tuple[str, ...]:
+    """The secret as written and URL-quoted (the two ways it can reach a message)."""
+    return tuple(dict.fromkeys((secret, quote(secret, safe=""))))
+
+
+def redact(text: str, secret: str | None) -> str:
+    """Return `text` with every occurrence of `secret` (plain or URL-quoted) replaced by `***`.
+
+    Args:
+        text: Any message.
+        secret: The value to hide; `None` or empty leaves `text` unchanged.
+
+    Returns:
+        The scrubbed text.
+    """
+    if not secret:
+        return text
+    for form in _forms(secret):
+        text = text.replace(form, REDACTED)
+    return text
+
+
+class RedactingFilter(logging.Filter):
+    """A `logging.Filter` that scrubs a secret from every record it sees; it never drops a record.
+
+    Attach it to the *handlers* that write records (a filter on a logger does not see records
+    propagated from child loggers)::
+
+        handler.addFilter(RedactingFilter(token))
+
+    The message (with its arguments merged), the formatted traceback and the stack info are
+    rewritten in place, so later formatters only ever see the scrubbed text.
+    """
+
+    def __init__(self, secret: str | None) -> None:
+        """Remember `secret` (kept out of `repr`)."""
+        super().__init__()
+        self._secret = secret or ""
+
+    def __repr__(self) -> str:
+        """Name the filter without the secret."""
+        return f"{type(self).__name__}(secret={REDACTED})"
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Scrub `record` in place and keep it."""
+        if not self._secret:
+            return True
+        message = record.getMessage()
+        if any(form in message for form in _forms(self._secret)):
+            record.msg = redact(message, self._secret)
+            record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            # Formatters print `exc_text` when set; dropping `exc_info` stops a handler from
+            # re-rendering the raw exception (whose message may hold the secret).
+            record.exc_text = redact(record.exc_text, self._secret)
+            record.exc_info = None
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info, self._secret)
+        return True

@@ -17,7 +17,6 @@ from phantom_assets.assets.partitions import BATCH_PARTITIONS_NAME
 from phantom_assets.batches import BatchRegistry, candidate_files
 from phantom_assets.config import Settings
 
-
 # Step events stay in the run's event log (and the UI); the terminal gets one line per run.
 QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 

@@ -98,3 +98,17 @@ class BatchRegistry:
     @staticmethod
     def _read(path: Path) -> BatchRecord:
         return BatchRecord(**json.loads(path.read_text()))
+
+
+def file_signatures(files: list[Path]) -> dict[str, list[int]]:
+    """(size, mtime_ns) per file path: what the drop-zone sensor compares between ticks."""
+    return {str(p): [p.stat().st_size, p.stat().st_mtime_ns] for p in files}
+
+
+def settled_files(current: dict[str, list[int]], previous: dict[str, list[int]]) -> list[Path]:
+    """Files whose size and modification time did not change since the previous look.
+
+    A file still being written changes between two looks and is skipped until it settles; a file
+    seen for the first time waits one look. Needs no clock, so sensor ticks stay deterministic.
+    """
+    return [Path(path) for path, sig in sorted(current.items()) if previous.get(path) == sig]

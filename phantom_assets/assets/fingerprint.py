@@ -10,6 +10,7 @@ from dagster_duckdb import DuckDBResource
 from orchestration.resources import StorageResource
 from phantom_assets.assets.dbt import WAREHOUSE_POOL
 from phantom_assets.assets.metadata import (
+    artifact_version,
     code_version_of,
     figure_markdown,
     table_metadata,
@@ -38,7 +39,6 @@ from phantom_assets.fingerprint import (
 )
 from phantom_assets.fingerprint import separability_report as separability_report_of
 from phantom_assets.storage import (
-    combined_digest,
     partition_dir,
     write_json_atomic,
     write_parquet_atomic,
@@ -87,12 +87,14 @@ def labeled_sessions(
         fold=pl.Series(assign_folds(group, settings.fingerprint.folds), dtype=pl.Int64)
     )
     path = partition_dir(settings.lake_dir, "labeled_sessions", store=store, actor=actor)
-    digest = write_parquet_atomic(selected, path / "sessions.parquet")
+    write_parquet_atomic(selected, path / "sessions.parquet")
+    version, artifacts = artifact_version(path / "sessions.parquet")
     return dg.MaterializeResult(
-        data_version=dg.DataVersion(digest),
+        data_version=version,
         metadata=table_metadata(
             selected,
             path / "sessions.parquet",
+            **artifacts,
             n_unlabeled_in_store=n_unlabeled,
             folds=settings.fingerprint.folds,
             fold_sizes=str(selected["fold"].value_counts().sort("fold").rows()),
@@ -138,13 +140,14 @@ def transition_kernels(context: dg.AssetExecutionContext, storage: StorageResour
     folds = pl.concat([kernel_frame(k, fold=i) for i, k in enumerate(kernels.folds)])
     write_parquet_atomic(full, folder / KERNEL_FILE)
     write_parquet_atomic(folds, folder / FOLD_KERNELS_FILE)
-    digest = combined_digest([folder / KERNEL_FILE, folder / FOLD_KERNELS_FILE])
+    version, artifacts = artifact_version(folder / KERNEL_FILE, folder / FOLD_KERNELS_FILE)
     figure = plot_kernel_heatmap(kernels.full, title=f"{store} / {actor} kernel")
     yield dg.MaterializeResult(
-        data_version=dg.DataVersion(digest),
+        data_version=version,
         metadata=table_metadata(
             full,
             folder / KERNEL_FILE,
+            **artifacts,
             kappa=cfg.kappa,
             folds=cfg.folds,
             n_sessions=sessions.height,
@@ -213,13 +216,16 @@ def divergence_scores(
     folder = partition_dir(lake, "divergence_scores", store=store)
     write_parquet_atomic(scores, folder / "scores.parquet")
     write_parquet_atomic(prefix, folder / "prefix_scores.parquet")
-    digest = combined_digest([folder / "scores.parquet", folder / "prefix_scores.parquet"])
+    version, artifacts = artifact_version(
+        folder / "scores.parquet", folder / "prefix_scores.parquet"
+    )
     f_ok = scores["f"].drop_nans().is_between(0.0, 1.0).all()
     yield dg.MaterializeResult(
-        data_version=dg.DataVersion(digest),
+        data_version=version,
         metadata=table_metadata(
             scores,
             folder / "scores.parquet",
+            **artifacts,
             n_unlabeled=unlabeled.height,
             temperature=cfg.temperature,
             calibration=cfg.calibration,
@@ -270,14 +276,16 @@ def separability_report(context: dg.AssetExecutionContext, storage: StorageResou
         scores, rng=rng, params=params, sessions=sessions, prefix=prefix
     )
     out = partition_dir(lake, "separability_report", store=store)
-    digest = write_json_atomic(report.to_dict(), out / "report.json")
+    write_json_atomic(report.to_dict(), out / "report.json")
+    version, artifacts = artifact_version(out / "report.json")
     plots = settings.reports_dir / "separability_report"
     labeled = scores.filter(pl.col("actor").is_in(list(ACTORS)))
     return dg.MaterializeResult(
-        data_version=dg.DataVersion(digest),
+        data_version=version,
         metadata={
             "path": dg.MetadataValue.path(str(out / "report.json")),
             "seed": cfg.seed,
+            **artifacts,
             **{k: report.to_dict()[k] for k in REPORT_HEADLINE},
             "gap_histograms": figure_markdown(
                 plot_gap_histograms(labeled), plots / f"{store}_gaps.png", "Gap by class"

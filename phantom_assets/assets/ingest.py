@@ -6,7 +6,12 @@ from pathlib import Path
 import dagster as dg
 
 from orchestration.resources import StorageResource
-from phantom_assets.assets.metadata import code_version_of, counts_table_markdown, table_metadata
+from phantom_assets.assets.metadata import (
+    artifact_version,
+    code_version_of,
+    counts_table_markdown,
+    table_metadata,
+)
 from phantom_assets.assets.partitions import batch_partitions
 from phantom_assets.batches import BatchRegistry, candidate_files
 from phantom_assets.schema import UnreadableFileError, parse_batch
@@ -84,16 +89,19 @@ def raw_events(context: dg.AssetExecutionContext, storage: StorageResource):
     quarantine_path = (
         partition_dir(lake, "raw_events_quarantine", batch=record.key) / "quarantine.parquet"
     )
-    events_digest = write_parquet_atomic(result.events, events_path)
-    quarantine_digest = write_parquet_atomic(result.quarantine, quarantine_path)
+    write_parquet_atomic(result.events, events_path)
+    write_parquet_atomic(result.quarantine, quarantine_path)
+    events_version, events_artifacts = artifact_version(events_path)
+    quarantine_version, quarantine_artifacts = artifact_version(quarantine_path)
     counts = result.counts
     context.log.info(f"batch {record.key} ({result.format}): {counts}")
     yield dg.MaterializeResult(
         asset_key="raw_events",
-        data_version=dg.DataVersion(events_digest),
+        data_version=events_version,
         metadata=table_metadata(
             result.events,
             events_path,
+            **events_artifacts,
             source_file=dg.MetadataValue.path(str(source)),
             source_sha256=record.sha256,
             format=result.format,
@@ -102,8 +110,8 @@ def raw_events(context: dg.AssetExecutionContext, storage: StorageResource):
     )
     yield dg.MaterializeResult(
         asset_key="raw_events_quarantine",
-        data_version=dg.DataVersion(quarantine_digest),
-        metadata=table_metadata(result.quarantine, quarantine_path),
+        data_version=quarantine_version,
+        metadata=table_metadata(result.quarantine, quarantine_path, **quarantine_artifacts),
     )
     kept, quarantined = counts["rows_kept"], counts["rows_quarantined"]
     yield dg.AssetCheckResult(

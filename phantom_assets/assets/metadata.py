@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 import polars as pl
 
-from phantom_assets.storage import write_bytes_atomic
+from phantom_assets.storage import combined_digest, write_bytes_atomic
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -76,3 +76,14 @@ def figure_markdown(figure: Figure, path: Path, title: str) -> dg.MetadataValue:
     return dg.MetadataValue.md(
         f"**{title}** (`{path}`)\n\n![{title}](data:image/png;base64,{encoded})"
     )
+
+
+def artifact_version(*paths: Path) -> tuple[dg.DataVersion, dict[str, dg.MetadataValue]]:
+    """Data version = digest over the stored files (`combined_digest`), plus metadata naming them.
+
+    `phantom audit` re-hashes exactly the files listed under `artifacts` and compares the result
+    with the recorded data version, so every asset must go through this helper.
+    """
+    return dg.DataVersion(combined_digest(paths)), {
+        "artifacts": dg.MetadataValue.json(sorted(str(p) for p in paths))
+    }

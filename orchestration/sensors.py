@@ -1,0 +1,41 @@
+"""Sensors: new files in the drop zone become `batch` partitions and ingest runs."""
+
+import json
+
+import dagster as dg
+
+from orchestration.jobs import ingest_job
+from orchestration.resources import StorageResource
+from phantom_assets.assets.partitions import BATCH_PARTITIONS_NAME, batch_partitions
+from phantom_assets.batches import BatchRegistry, candidate_files, file_signatures, settled_files
+
+DROP_ZONE_INTERVAL_S = 30
+
+
+@dg.sensor(
+    job=ingest_job,
+    minimum_interval_seconds=DROP_ZONE_INTERVAL_S,
+    default_status=dg.DefaultSensorStatus.STOPPED,
+    description="Registers each new, fully written file in data/incoming/ (by content hash) as a "
+    "`batch` partition and requests one ingest run for it. A file that fails to parse fails its "
+    "one run and is not retried: its partition already exists.",
+)
+def incoming_files_sensor(context: dg.SensorEvaluationContext, storage: StorageResource):
+    """Turn settled drop-zone files into new batch partitions plus one run each."""
+    settings = storage.settings()
+    current = file_signatures(candidate_files(settings.incoming_dir))
+    previous = json.loads(context.cursor) if context.cursor else {}
+    registry = BatchRegistry(settings.lake_dir)
+    known = set(context.instance.get_dynamic_partitions(BATCH_PARTITIONS_NAME))
+    new_keys: list[str] = []
+    for path in settled_files(current, previous):
+        record, _ = registry.register(path)
+        if record.key not in known and record.key not in new_keys:
+            new_keys.append(record.key)
+    return dg.SensorResult(
+        run_requests=[dg.RunRequest(partition_key=key, run_key=f"batch:{key}") for key in new_keys],
+        dynamic_partitions_requests=[batch_partitions.build_add_request(new_keys)]
+        if new_keys
+        else [],
+        cursor=json.dumps(current, sort_keys=True),
+    )

@@ -1,0 +1,94 @@
+"""The drop-zone sensor, scenario by scenario, against a real (temporary) Dagster instance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from orchestration.resources import StorageResource
+from orchestration.sensors import incoming_files_sensor
+from phantom_assets.assets.partitions import BATCH_PARTITIONS_NAME
+from phantom_assets.config import Settings
+
+
+class DropZone:
+    """Ticks the sensor like the daemon does: carries the cursor, applies partition requests."""
+
+    def __init__(self, settings: Settings, instance: dg.DagsterInstance) -> None:
+        self.settings, self.instance, self.cursor = settings, instance, None
+        settings.incoming_dir.mkdir(parents=True, exist_ok=True)
+
+    def tick(self) -> dg.SensorResult:
+        context = dg.build_sensor_context(
+            instance=self.instance,
+            cursor=self.cursor,
+            resources={"storage": StorageResource(data_dir=str(self.settings.data_dir))},
+        )
+        result = incoming_files_sensor(context)
+        for request in result.dynamic_partitions_requests:
+            self.instance.add_dynamic_partitions(request.partitions_def_name,
+                                                 list(request.partition_keys))
+        self.cursor = result.cursor
+        return result
+
+    def write(self, name: str, content: bytes) -> Path:
+        path = self.settings.incoming_dir / name
+        path.write_bytes(content)
+        return path
+
+
+@pytest.fixture
+def zone(settings: Settings):
+    with dg.instance_for_test() as instance:
+        yield DropZone(settings, instance)
+
+
+def _partitions(zone: DropZone) -> list[str]:
+    return zone.instance.get_dynamic_partitions(BATCH_PARTITIONS_NAME)
+
+
+def test_new_file_becomes_a_partition_and_one_run_once_it_settles(zone: DropZone):
+    zone.write("a.jsonl", b'{"sessionId": "s1"}\n')
+    assert zone.tick().run_requests == []  # first sight: wait one tick
+    result = zone.tick()
+    assert [r.partition_key for r in result.run_requests] == _partitions(zone)
+    assert len(_partitions(zone)) == 1
+    assert result.run_requests[0].run_key == f"batch:{_partitions(zone)[0]}"
+
+
+def test_same_file_on_later_ticks_requests_nothing(zone: DropZone):
+    zone.write("a.jsonl", b'{"sessionId": "s1"}\n')
+    zone.tick()
+    zone.tick()
+    assert zone.tick().run_requests == []
+    assert len(_partitions(zone)) == 1
+
+
+def test_identical_content_under_another_name_requests_nothing(zone: DropZone):
+    zone.write("a.jsonl", b'{"sessionId": "s1"}\n')
+    zone.tick()
+    zone.tick()
+    zone.write("copy_of_a.jsonl", b'{"sessionId": "s1"}\n')
+    zone.tick()
+    assert zone.tick().run_requests == []
+    assert len(_partitions(zone)) == 1
+
+
+def test_half_written_file_is_skipped_until_complete(zone: DropZone):
+    path = zone.write("big.jsonl", b'{"sessionId": "s1"}\n')
+    zone.tick()
+    with path.open("ab") as handle:  # the writer is still appending
+        handle.write(b'{"sessionId": "s2"}\n')
+    assert zone.tick().run_requests == []
+    assert _partitions(zone) == []
+    result = zone.tick()  # unchanged since the last tick: complete
+    assert len(result.run_requests) == 1
+
+
+def test_sidecars_and_partial_uploads_never_become_batches(zone: DropZone):
+    zone.write("a.experiments.csv", b"experimentId,xp_human_only\nx,true\n")
+    zone.write("b.jsonl.part", b"{}")
+    zone.tick()
+    assert zone.tick().run_requests == []

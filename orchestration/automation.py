@@ -8,7 +8,8 @@ on in the UI under Automation.
 
 import dagster as dg
 
-CHEAP_GROUPS = ("warehouse", "fingerprint", "contamination", "market", "publish", "audit")
+# Publishing stays manual (`phantom publish` or the UI): a Hub commit is a decision, not a reflex.
+CHEAP_GROUPS = ("warehouse", "fingerprint", "contamination", "market", "audit")
 EXPENSIVE_GROUPS = ("defense", "evaluation")
 RETRAIN_CRON = "0 * * * *"  # hourly: a burst of batches within the hour causes one retrain
 
@@ -32,29 +33,24 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
 )
 
 
-def _with_condition(condition: dg.AutomationCondition):
-    return lambda spec: spec.replace_attributes(automation_condition=condition)
+def condition_for(group_name: str | None) -> dg.AutomationCondition | None:
+    """The automation condition of an asset group (None: only sensors and people start it)."""
+    if group_name in CHEAP_GROUPS:
+        return rebuild_on_change
+    if group_name in EXPENSIVE_GROUPS:
+        return rebuild_on_cron
+    return None
 
 
-def with_automation(defs: dg.Definitions) -> dg.Definitions:
+def with_automation(assets: list) -> list:
     """Attach the automation conditions by group (assets stay free of scheduling policy)."""
-    groups = {spec.group_name for spec in _all_specs(defs)}
-    for group_names, condition in (
-        (CHEAP_GROUPS, rebuild_on_change),
-        (EXPENSIVE_GROUPS, rebuild_on_cron),
-    ):
-        present = [g for g in group_names if g in groups]
-        if present:
-            defs = defs.map_resolved_asset_specs(
-                func=_with_condition(condition), selection=dg.AssetSelection.groups(*present)
-            )
-    return defs
-
-
-def _all_specs(defs: dg.Definitions) -> list[dg.AssetSpec]:
     return [
-        spec
-        for asset in defs.assets or []
+        asset.map_asset_specs(
+            lambda spec: spec.replace_attributes(
+                automation_condition=condition_for(spec.group_name)
+            )
+        )
         if isinstance(asset, dg.AssetsDefinition)
-        for spec in asset.specs
+        else asset
+        for asset in assets
     ]

@@ -7,6 +7,7 @@ import dagster as dg
 from phantom_assets.assets.partitions import (
     batch_partitions,
     store_actor_partitions,
+    store_alpha_partitions,
     store_partitions,
 )
 
@@ -34,4 +35,24 @@ store_fingerprint_job = dg.define_asset_job(
     description="Out-of-fold divergence scores and the separability report of one store.",
 )
 
-ALL_JOBS = [ingest_job, warehouse_job, class_kernels_job, store_fingerprint_job]
+contamination_job = dg.define_asset_job(
+    "contamination_job",
+    selection=dg.AssetSelection.assets("contaminated_datasets"),
+    partitions_def=store_alpha_partitions,
+    description="Contaminated dataset G(α) and demand proxy of one store × α.",
+)
+market_job = dg.define_asset_job(
+    "market_job",
+    selection=dg.AssetSelection.assets("market_simulators"),
+    partitions_def=store_partitions,
+    description="Compile the pricing market simulator of one store and check its env.",
+)
+
+ALL_JOBS = [
+    ingest_job,
+    warehouse_job,
+    class_kernels_job,
+    store_fingerprint_job,
+    contamination_job,
+    market_job,
+]

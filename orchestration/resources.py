@@ -32,6 +32,27 @@ class StorageResource(dg.ConfigurableResource):
         return load_settings(self.profile, Path(self.data_dir).resolve(), self.config_file)
 
 
+class HubResource(dg.ConfigurableResource):
+    """Where `hf_dataset` publishes. Without a token or repo id every publish is a dry run.
+
+    The token is configured as `dg.EnvVar("HF_TOKEN")`, so the UI shows the variable's name,
+    never its value.
+    """
+
+    repo_id: str | None = None
+    token: str | None = None
+    endpoint: str | None = None
+
+
+def hub_from_env() -> HubResource:
+    """`PHANTOM_HF_REPO`, `HF_TOKEN` and (for tests or mirrors) `HF_ENDPOINT`."""
+    return HubResource(
+        repo_id=os.environ.get("PHANTOM_HF_REPO") or None,
+        token=dg.EnvVar("HF_TOKEN") if os.environ.get("HF_TOKEN") else None,
+        endpoint=os.environ.get("HF_ENDPOINT") or None,
+    )
+
+
 def settings_from_env() -> Settings:
     """Settings as selected by the environment (used by the CLI and the definitions)."""
     data_dir = Path(os.environ.get("PHANTOM_DATA_DIR", REPO_ROOT / "data")).resolve()
@@ -43,7 +64,7 @@ def settings_from_env() -> Settings:
 
 
 def build_resources(settings: Settings) -> dict[str, object]:
-    """The resource dict for `settings`: storage, warehouse (DuckDB) and dbt."""
+    """The resource dict for `settings`: storage, warehouse (DuckDB), dbt and the Hub."""
     return {
         "storage": StorageResource(
             data_dir=str(settings.data_dir.resolve()),
@@ -51,6 +72,7 @@ def build_resources(settings: Settings) -> dict[str, object]:
             config_file=os.environ.get("PHANTOM_CONFIG") or None,
         ),
         "warehouse": DuckDBResource(database=str(settings.warehouse_path.resolve())),
+        "hub": hub_from_env(),
         # The dbt beside this interpreter: works whether or not the virtualenv is on PATH.
         "dbt": DbtCliResource(
             project_dir=phantom_dbt_project, dbt_executable=str(Path(sys.executable).parent / "dbt")

@@ -17,6 +17,8 @@ from phantom_assets.assets.partitions import BATCH_PARTITIONS_NAME
 from phantom_assets.batches import BatchRegistry, candidate_files
 from phantom_assets.config import Settings
 
+# Publishing is a decision: `phantom publish` (or an explicit selection) runs it, `phantom run` not.
+MANUAL_GROUPS = ("publish",)
 # Step events stay in the run's event log (and the UI); the terminal gets one line per run.
 QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
@@ -74,24 +76,46 @@ def register_batches(
 
 
 def plan_stages(defs: dg.Definitions, selection: str | None = None) -> list[Stage]:
-    """Group the selected materializable assets into dependency-ordered stages."""
+    """Group the selected materializable assets into as few dependency-ordered stages as possible.
+
+    Each asset joins the earliest stage with its partitions definition that comes after every
+    stage holding one of its parents (a parent in a stage of the same partitioning may share it:
+    one run per partition key executes both in order).
+    """
     graph = defs.resolve_asset_graph()
     selected = (
         # Multi-assets that cannot be subset (raw_events + its quarantine) come along whole.
         dg.AssetSelection.from_string(selection).required_multi_asset_neighbors().resolve(graph)
         if selection
-        else graph.materializable_asset_keys
+        else {
+            k
+            for k in graph.materializable_asset_keys
+            if graph.get(k).group_name not in MANUAL_GROUPS
+        }
     )
     stages: list[Stage] = []
+    stage_of: dict[dg.AssetKey, int] = {}
     for key in graph.toposorted_asset_keys:
         node = graph.get(key)
         if key not in selected or not node.is_materializable:
             continue
-        last = stages[-1] if stages else None
-        if last is not None and last.partitions_def == node.partitions_def:
-            stages[-1] = Stage((*last.keys, key), last.partitions_def)
-        else:
-            stages.append(Stage((key,), node.partitions_def))
+        earliest = max(
+            (
+                stage_of[parent] + (stages[stage_of[parent]].partitions_def != node.partitions_def)
+                for parent in node.parent_keys
+                if parent in stage_of
+            ),
+            default=0,
+        )
+        index = next(
+            (i for i in range(earliest, len(stages))
+             if stages[i].partitions_def == node.partitions_def),
+            len(stages),
+        )  # fmt: skip
+        if index == len(stages):
+            stages.append(Stage((), node.partitions_def))
+        stages[index] = Stage((*stages[index].keys, key), node.partitions_def)
+        stage_of[key] = index
     return stages
 
 
@@ -108,6 +132,7 @@ def run_pipeline(
     resources: dict[str, object],
     selection: str | None = None,
     echo: Callable[[str], None] = lambda _: None,
+    run_config: dict | None = None,
 ) -> PipelineReport:
     """Register batches, then materialize every stage for every partition key, in order.
 
@@ -131,7 +156,7 @@ def run_pipeline(
                 resources=resources,
                 raise_on_error=False,
                 tags={"phantom/launched_by": "phantom run"},
-                run_config=QUIET_CONSOLE,
+                run_config={**QUIET_CONSOLE, **(run_config or {})},
             )
             outcome = RunOutcome(
                 stage.label, partition, result.success, time.perf_counter() - started, result.run_id

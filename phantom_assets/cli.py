@@ -1,4 +1,4 @@
-"""`phantom` command line: simulate, run, bench (DESIGN §12).
+"""`phantom` command line: simulate, run, publish, bench (DESIGN §12).
 
 All commands honour PHANTOM_DATA_DIR / PHANTOM_PROFILE / PHANTOM_CONFIG and DAGSTER_HOME.
 """
@@ -81,6 +81,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if report.failed else 0
 
 
+def cmd_publish(args: argparse.Namespace) -> int:
+    import dagster as dg
+
+    from orchestration.definitions import defs
+    from orchestration.resources import build_resources, settings_from_env
+    from orchestration.runner import run_pipeline
+
+    settings = settings_from_env()
+    home = _ensure_dagster_home()
+    run_config = {"ops": {"hf_dataset": {"config": {"dry_run": bool(args.dry_run)}}}}
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        report = run_pipeline(
+            defs, settings, instance, build_resources(settings), "hf_dataset", logger.info,
+            run_config,
+        )  # fmt: skip
+    plan = settings.publish_dir / "last_publish.json"
+    if plan.exists():
+        sys.stdout.write(plan.read_text())
+    return 1 if report.failed else 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.target == "fingerprint":
         from phantom_assets.fingerprint.bench import bench_fingerprint
@@ -111,6 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="register incoming files and materialize the graph")
     run.add_argument("--select", help="Dagster asset selection, e.g. '+labeled_sessions'")
     run.set_defaults(func=cmd_run)
+
+    publish = sub.add_parser("publish", help="stage the dataset and commit it to the Hub")
+    publish.add_argument(
+        "--dry-run", action="store_true", help="plan the commit even if HF_TOKEN is set"
+    )
+    publish.set_defaults(func=cmd_publish)
 
     bench = sub.add_parser("bench", help="performance benchmarks (prints one JSON object)")
     bench.add_argument("target", choices=["env", "fingerprint"])

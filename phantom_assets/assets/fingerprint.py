@@ -102,11 +102,11 @@ def labeled_sessions(
     )
 
 
-def _labeled_path(lake: Path, store: str, actor: str) -> Path:
+def labeled_sessions_path(lake: Path, store: str, actor: str) -> Path:
     return partition_dir(lake, "labeled_sessions", store=store, actor=actor) / "sessions.parquet"
 
 
-def _load_kernel_set(lake: Path, store: str, actor: str, kappa: float) -> KernelSet:
+def load_kernel_set(lake: Path, store: str, actor: str, kappa: float) -> KernelSet:
     folder = partition_dir(lake, "transition_kernels", store=store, actor=actor)
     folds = pl.read_parquet(folder / FOLD_KERNELS_FILE).partition_by("fold", maintain_order=True)
     return KernelSet(
@@ -131,7 +131,7 @@ def transition_kernels(context: dg.AssetExecutionContext, storage: StorageResour
     store, actor = store_actor_keys(context)
     settings = storage.settings()
     cfg = settings.fingerprint
-    sessions = pl.read_parquet(_labeled_path(settings.lake_dir, store, actor))
+    sessions = pl.read_parquet(labeled_sessions_path(settings.lake_dir, store, actor))
     kernels = fit_class_kernels(sessions, actor, kappa=cfg.kappa, k=cfg.folds)
     eligible = sessions.filter(pl.col("n_events") >= MIN_EVENTS_FOR_KERNEL)
     n_transitions = int((eligible["n_events"] + 1).sum() or 0)
@@ -205,12 +205,12 @@ def divergence_scores(
         unlabeled = conn.execute(UNLABELED_SESSIONS_QUERY, {"store": store}).pl()
     sessions = pl.concat(
         [
-            pl.read_parquet(_labeled_path(lake, store, actor)).select(list(SESSION_SCHEMA))
+            pl.read_parquet(labeled_sessions_path(lake, store, actor)).select(list(SESSION_SCHEMA))
             for actor in ACTORS
         ]
         + [unlabeled.with_columns(fold=pl.lit(-1, pl.Int64)).select(list(SESSION_SCHEMA))]
     ).cast(SESSION_SCHEMA)
-    human, agent = (_load_kernel_set(lake, store, actor, cfg.kappa) for actor in ACTORS)
+    human, agent = (load_kernel_set(lake, store, actor, cfg.kappa) for actor in ACTORS)
     scores = score_sessions(sessions, human, agent, cfg.temperature)
     prefix = prefix_scores(sessions, human, agent, cfg.temperature, cfg.max_prefix)
     folder = partition_dir(lake, "divergence_scores", store=store)
@@ -261,7 +261,7 @@ def separability_report(context: dg.AssetExecutionContext, storage: StorageResou
     prefix = pl.read_parquet(folder / "prefix_scores.parquet")
     sessions = pl.concat(
         [
-            pl.read_parquet(_labeled_path(lake, store, a)).select(list(SESSION_SCHEMA))
+            pl.read_parquet(labeled_sessions_path(lake, store, a)).select(list(SESSION_SCHEMA))
             for a in ACTORS
         ]
     ).cast(SESSION_SCHEMA)

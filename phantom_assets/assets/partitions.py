@@ -2,17 +2,51 @@
 
 from __future__ import annotations
 
+import re
+
 import dagster as dg
 
+from phantom_assets.config import ContaminationConfig
 from phantom_assets.constants import ACTORS, STORES
 
 BATCH_PARTITIONS_NAME = "batch"
+# The α grid is the demo profile's (a constant, so the code location never reads the profile);
+# `alpha_key` / `alpha_from_key` accept any multiple of 0.01, so a study grid is a config change.
+ALPHA_GRID: tuple[float, ...] = ContaminationConfig().alphas
+_ALPHA_KEY = re.compile(r"^a(?P<hundredths>\d{3})$")
 
 batch_partitions = dg.DynamicPartitionsDefinition(name=BATCH_PARTITIONS_NAME)
 store_partitions = dg.StaticPartitionsDefinition(list(STORES))
 actor_partitions = dg.StaticPartitionsDefinition(list(ACTORS))
 store_actor_partitions = dg.MultiPartitionsDefinition(
     {"store": store_partitions, "actor": actor_partitions}
+)
+
+
+def alpha_key(alpha: float) -> str:
+    """Partition key of a contamination level: `a` + round(100·α) zero-padded (0.5 -> `a050`).
+
+    Raises:
+        ValueError: unless `alpha` is a multiple of 0.01 in [0, 1].
+    """
+    value = float(alpha)
+    hundredths = round(value * 100)
+    if not 0.0 <= value <= 1.0 or abs(value * 100 - hundredths) > 1e-6:
+        raise ValueError(f"alpha must be a multiple of 0.01 in [0, 1] for a key, got {alpha!r}")
+    return f"a{hundredths:03d}"
+
+
+def alpha_from_key(key: str) -> float:
+    """Inverse of `alpha_key` (`a050` -> 0.5); raises ValueError naming a malformed key."""
+    match = _ALPHA_KEY.match(key)
+    if match is None or int(match["hundredths"]) > 100:
+        raise ValueError(f"malformed alpha key {key!r}; expected `a000` ... `a100`")
+    return int(match["hundredths"]) / 100
+
+
+alpha_partitions = dg.StaticPartitionsDefinition([alpha_key(a) for a in ALPHA_GRID])
+store_alpha_partitions = dg.MultiPartitionsDefinition(
+    {"store": store_partitions, "alpha": alpha_partitions}
 )
 
 
@@ -23,3 +57,12 @@ def store_actor_keys(context: dg.AssetExecutionContext) -> tuple[str, str]:
         raise ValueError(f"expected a store × actor partition key, got {key!r}")
     dims = key.keys_by_dimension
     return dims["store"], dims["actor"]
+
+
+def store_alpha_keys(context: dg.AssetExecutionContext) -> tuple[str, float]:
+    """(store, α) of a store × alpha partition."""
+    key = context.partition_key
+    if not isinstance(key, dg.MultiPartitionKey):
+        raise ValueError(f"expected a store × alpha partition key, got {key!r}")
+    dims = key.keys_by_dimension
+    return dims["store"], alpha_from_key(dims["alpha"])

@@ -9,7 +9,6 @@ vectorized inside the env), the table update is O(actions).
 from __future__ import annotations
 
 import io
-import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,5 +131,4 @@ def train_qtable(
             logger.info("qtable step %d/%d, episodes %d, last episode reward %.1f",
                         t + 1, params.timesteps, len(curve), last)  # fmt: skip
     frame = pl.DataFrame(curve, schema=LEARNING_CURVE_SCHEMA, orient="row")
-    logger.debug("qtable hyperparameters %s", json.dumps(qtable_hyperparameters(params)))
     return policy, frame

@@ -29,7 +29,7 @@ SIZE_CATEGORIES: Final[tuple[tuple[float, str], ...]] = (
     (float("inf"), "n>1T"),
 )
 DEFAULT_CITATION: Final[str] = """@misc{phantom_sessions,
-  title        = {PHANTOM storefront sessions: human and LLM-agent browsing on hotel and airline shops},
+  title        = {PHANTOM storefront sessions: humans and LLM agents on hotel and airline shops},
   howpublished = {Hugging Face Hub dataset, built by the PHANTOM asset pipeline},
   note         = {Methodology: PHANTOM, agent-aware dynamic pricing (2025 thesis, public code)}
 }"""

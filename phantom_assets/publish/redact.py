@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import quote
 
-__all__ = ["REDACTED", "RedactingFilter", "redact"]
+__all__ = ["REDACTED", "RedactingFilter", "redact", "redacting_logs"]
 
 REDACTED = "***"
 
@@ -71,3 +73,34 @@ class RedactingFilter(logging.Filter):
         if record.stack_info:
             record.stack_info = redact(record.stack_info, self._secret)
         return True
+
+
+@contextmanager
+def redacting_logs(secret: str | None) -> Iterator[None]:
+    """Scrub `secret` from every log record created inside the block, whatever logger or handler.
+
+    Wraps the process-wide log record factory for the duration (libraries such as the HTTP client
+    under `huggingface_hub` log response headers at DEBUG level, and a server may echo the token
+    in one). Records of other threads created meanwhile are scrubbed too, which is harmless.
+
+    Args:
+        secret: The value to hide; `None` or empty makes this a no-op.
+    """
+    if not secret:
+        yield
+        return
+    previous = logging.getLogRecordFactory()
+    scrub = RedactingFilter(secret)
+
+    def factory(*args: object, **kwargs: object) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        scrub.filter(record)
+        return record
+
+    logging.setLogRecordFactory(factory)
+    try:
+        yield
+    finally:
+        # Only undo our own change; a factory installed inside the block stays (it wraps ours).
+        if logging.getLogRecordFactory() is factory:
+            logging.setLogRecordFactory(previous)

@@ -20,7 +20,6 @@ from phantom_assets.schema.raw_formats import (
     KAFKA_PRICE_TOPIC,
     METADATA_KEYS,
 )
-from phantom_assets.simulate.records import METADATA_DTYPE
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -37,7 +36,17 @@ EVENT_COLUMNS: Final[tuple[str, ...]] = (
     "batch_id", "source_row", "session_id", "experiment_id", "store", "ts", "event", "page",
     "product_id", "price", "record_type", "user_agent", "metadata", "actor",
 )  # fmt: skip
-_METADATA_TYPES: Final[dict[str, pl.DataType]] = dict(METADATA_DTYPE.to_schema())
+# Counters and indices are integers; times and amounts may be fractional (a dwell of 1.5 s).
+_INT_METADATA: Final[frozenset[str]] = frozenset({"dateIndex", "itemCount", "nights"})
+_FLOAT_METADATA: Final[frozenset[str]] = frozenset({"dwellTime", "price", "total"})
+_METADATA_TYPES: Final[dict[str, pl.DataType]] = {
+    key: pl.Int64()
+    if key in _INT_METADATA
+    else pl.Float64()
+    if key in _FLOAT_METADATA
+    else pl.String()
+    for key in METADATA_KEYS
+}
 WHOCLICKEDIT_SCHEMA: Final[dict[str, pl.DataType]] = {
     "actor_type": pl.String(),
     "is_agent": pl.Boolean(),

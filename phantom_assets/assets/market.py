@@ -1,0 +1,125 @@
+"""Market group: the pricing market simulator compiled per store from its class kernels."""
+
+from pathlib import Path
+
+import dagster as dg
+import gymnasium as gym
+
+from orchestration.resources import StorageResource
+from phantom_assets.assets.fingerprint import BY_STORE, load_kernel_set
+from phantom_assets.assets.metadata import code_version_of
+from phantom_assets.assets.partitions import store_partitions
+from phantom_assets.constants import ACTORS, STORES
+from phantom_assets.market import (
+    MarketSpec,
+    PricingMarketEnv,
+    alpha_half_width,
+    demo_spec,
+    valuation_w1,
+)
+from phantom_assets.storage import combined_digest, partition_dir
+
+MARKET_CODE_VERSION = code_version_of(
+    "phantom_assets.assets.market",
+    "phantom_assets.market",
+    "phantom_assets.contamination",
+    "phantom_assets.constants",
+)
+ENV_CHECK = "env_passes_check_env"
+CHECK_ENV_ALPHA = 0.5  # nominal α of the env that the check builds (robust mode: every code path)
+
+
+def market_dir(lake: Path, store: str) -> Path:
+    """Folder of one store's compiled market (`spec.npz` + `spec.json`)."""
+    return partition_dir(lake, "market_simulators", store=store)
+
+
+def spec_markdown(spec: MarketSpec, half_width: float, w1: float) -> str:
+    """Short markdown table of the headline spec parameters."""
+    rows = {
+        "products": spec.n_products,
+        "price bounds [p_low, p_high]": f"[{spec.p_low:g}, {spec.p_high:g}]",
+        "competitive cap": f"{spec.competitive_cap:g}",
+        "anchor prices": f"{spec.anchor.min():.2f} - {spec.anchor.max():.2f}",
+        "valuation human N(μ, σ)": f"N({spec.mu_human:g}, {spec.sigma_human:g})",
+        "valuation agent N(μ, σ)": f"N({spec.mu_agent:g}, {spec.sigma_agent:g})",
+        "W1(P_H, P_A)": f"{w1:.3f}",
+        "ε (W1 radius)": f"{spec.ambiguity_radius_w1:g}",
+        "α half-width ε / W1": f"{half_width:.3f}",
+        "price levels": f"{spec.n_actions} in [{min(spec.price_levels):g}, "
+        f"{max(spec.price_levels):g}]",
+        "sessions / step": spec.sessions_per_step,
+        "robust candidates": spec.robust_candidates,
+        "chain bank / class": f"{spec.chain_bank_size:,}",
+        "episode steps": spec.episode_steps,
+    }
+    body = "\n".join(f"| {name} | {value} |" for name, value in rows.items())
+    return f"| parameter | value |\n|---|---|\n{body}"
+
+
+@dg.asset(
+    partitions_def=store_partitions,
+    deps=[dg.AssetDep("transition_kernels", partition_mapping=BY_STORE)],
+    group_name="market",
+    kinds={"python", "numpy", "gymnasium"},
+    code_version=MARKET_CODE_VERSION,
+    check_specs=[
+        dg.AssetCheckSpec(
+            ENV_CHECK,
+            asset="market_simulators",
+            blocking=True,
+            description="The env built from the saved spec passes gymnasium's check_env.",
+        )
+    ],
+)
+def market_simulators(context: dg.AssetExecutionContext, storage: StorageResource):
+    """Compiled market of one store (`spec.npz` arrays + `spec.json` scalars): the store's full
+    human and agent kernels, valuation laws, price bounds and the robust ambiguity set."""
+    store, settings = context.partition_key, storage.settings()
+    lake, kappa = settings.lake_dir, settings.fingerprint.kappa
+    human, agent = (load_kernel_set(lake, store, actor, kappa).full for actor in ACTORS)
+    anchor_seed = STORES.index(store)
+    spec = demo_spec(
+        anchor_seed,
+        config=settings.market,
+        kernel_human=human.probs,
+        kernel_agent=agent.probs,
+        temperature=settings.fingerprint.temperature,
+    )
+    folder = market_dir(lake, store)
+    paths = spec.save(folder)
+    half_width = alpha_half_width(spec)
+    w1 = valuation_w1(spec.mu_human, spec.sigma_human, spec.mu_agent, spec.sigma_agent)
+    yield dg.MaterializeResult(
+        data_version=dg.DataVersion(combined_digest(paths)),
+        metadata={
+            "path": dg.MetadataValue.path(str(folder)),
+            "alpha_half_width": half_width,
+            "w1_valuation": w1,
+            "ambiguity_radius_w1": spec.ambiguity_radius_w1,
+            "n_products": spec.n_products,
+            "anchor_seed": anchor_seed,
+            "spec": dg.MetadataValue.md(spec_markdown(spec, half_width, w1)),
+        },
+    )
+    yield env_check_result(folder)
+
+
+def env_check_result(folder: Path) -> dg.AssetCheckResult:
+    """Run gymnasium's `check_env` on a robust env built from the spec saved in `folder`."""
+    from gymnasium.utils.env_checker import check_env
+
+    env = PricingMarketEnv(MarketSpec.load(folder), CHECK_ENV_ALPHA, robust=True)
+    try:
+        check_env(env, skip_render_check=True)
+    except (AssertionError, gym.error.Error) as error:
+        return dg.AssetCheckResult(
+            check_name=ENV_CHECK,
+            passed=False,
+            metadata={"error": f"{type(error).__name__}: {error}"},
+        )
+    finally:
+        env.close()
+    return dg.AssetCheckResult(
+        check_name=ENV_CHECK, passed=True, metadata={"alpha": CHECK_ENV_ALPHA}
+    )

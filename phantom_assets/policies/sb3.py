@@ -1,0 +1,181 @@
+"""Stable-Baselines3 tiers (PPO, A2C, DQN) behind the `Policy` interface.
+
+torch and stable_baselines3 are imported inside the functions only. Training fixes the seed
+(`set_random_seed` + the model/env seed) and torch's thread count, so a rerun with the same inputs
+gives identical weights on the same machine.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+import polars as pl
+
+from phantom_assets.policies.base import LEARNING_CURVE_SCHEMA, TrainingParams
+
+logger = logging.getLogger(__name__)
+
+
+class SB3Policy:
+    """A trained SB3 model acting greedily (`predict(..., deterministic=True)`)."""
+
+    tier: ClassVar[str] = ""
+    algorithm: ClassVar[str] = ""
+
+    def __init__(self, model: Any) -> None:
+        """Wrap a trained SB3 model of this class's algorithm."""
+        self.model = model
+
+    def act(self, obs: np.ndarray) -> int:
+        """Deterministic action of the model."""
+        action, _ = self.model.predict(np.asarray(obs, dtype=np.float32), deterministic=True)
+        return int(action)
+
+    def reset(self) -> None:
+        """Feed-forward policies keep no per-episode state."""
+
+    def save(self, path: str | Path) -> Path:
+        """Save the model zip atomically (temp `.zip` in the same folder, then `os.replace`)."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".zip")
+        os.close(fd)
+        try:
+            self.model.save(tmp)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return target
+
+    @classmethod
+    def load(cls, path: str | Path, device: str = "cpu") -> SB3Policy:
+        """Read a model zip written by `save`."""
+        return cls(_algorithm_class(cls.algorithm).load(str(path), device=device))
+
+    def parameters(self) -> dict[str, np.ndarray]:
+        """The network weights as numpy arrays (for determinism checks and hashing)."""
+        state = self.model.policy.state_dict()
+        return {name: tensor.detach().cpu().numpy() for name, tensor in state.items()}
+
+
+class PPOPolicy(SB3Policy):
+    """Proximal Policy Optimization tier."""
+
+    tier = "ppo"
+    algorithm = "PPO"
+
+
+class A2CPolicy(SB3Policy):
+    """Advantage Actor-Critic tier."""
+
+    tier = "a2c"
+    algorithm = "A2C"
+
+
+class DQNPolicy(SB3Policy):
+    """Deep Q-Network tier."""
+
+    tier = "dqn"
+    algorithm = "DQN"
+
+
+SB3_POLICIES: dict[str, type[SB3Policy]] = {"ppo": PPOPolicy, "a2c": A2CPolicy, "dqn": DQNPolicy}
+
+
+def _algorithm_class(name: str) -> Any:
+    import stable_baselines3
+
+    return getattr(stable_baselines3, name)
+
+
+@functools.cache
+def _curve_callback_class() -> type:
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class LearningCurveCallback(BaseCallback):
+        """Records (episode, timesteps, unscaled episode reward); logs progress every N steps."""
+
+        def __init__(self, log_every: int, reward_scale: float) -> None:
+            super().__init__(verbose=0)
+            self.log_every, self.reward_scale = log_every, reward_scale
+            self.rows: list[tuple[int, int, float]] = []
+            self._returns: np.ndarray | None = None
+
+        def _on_step(self) -> bool:
+            rewards = np.asarray(self.locals["rewards"], dtype=np.float64) / self.reward_scale
+            dones = np.asarray(self.locals["dones"], dtype=bool)
+            if self._returns is None:
+                self._returns = np.zeros_like(rewards)
+            self._returns += rewards
+            for env_index in np.flatnonzero(dones):  # at most n_envs per step
+                episode_return = float(self._returns[env_index])
+                self.rows.append((len(self.rows), self.num_timesteps, episode_return))
+                self._returns[env_index] = 0.0
+            if self.n_calls % self.log_every == 0:
+                last = self.rows[-1][2] if self.rows else float("nan")
+                logger.info("time/total_timesteps=%d rollout/episodes=%d rollout/ep_rew_last=%.1f",
+                            self.num_timesteps, len(self.rows), last)  # fmt: skip
+            return True
+
+    return LearningCurveCallback
+
+
+def sb3_hyperparameters(tier: str, params: TrainingParams) -> dict[str, Any]:
+    """Constructor keyword arguments of the tier's SB3 algorithm (JSON-ready)."""
+    common = {"learning_rate": params.learning_rate, "gamma": params.gamma,
+              "policy_kwargs": {"net_arch": list(params.net_arch)}}  # fmt: skip
+    if tier == "ppo":
+        n_steps = params.ppo_n_steps
+        return {**common, "n_steps": n_steps, "batch_size": min(params.ppo_batch_size, n_steps)}
+    if tier == "a2c":
+        return {**common, "n_steps": params.a2c_n_steps}
+    if tier == "dqn":
+        budget = params.timesteps
+        return {**common, "buffer_size": min(params.dqn_buffer_size, budget),
+                "learning_starts": min(params.dqn_learning_starts, budget // 2),
+                "batch_size": 32, "train_freq": 4, "exploration_fraction": 0.3,
+                "target_update_interval": max(1, min(500, budget // 10))}  # fmt: skip
+    raise ValueError(f"unknown SB3 tier {tier!r}; choose one of {sorted(SB3_POLICIES)}")
+
+
+def train_sb3(
+    tier: str, env: gym.Env, params: TrainingParams, seed: int
+) -> tuple[SB3Policy, pl.DataFrame, dict[str, Any]]:
+    """Train `tier` on `env` for `params.timesteps` steps with fixed seed and thread count.
+
+    The env's rewards are scaled by `params.reward_scale` for learning; the learning curve is in
+    unscaled reward units.
+
+    Returns:
+        (policy, learning curve frame, hyperparameters).
+    """
+    import torch
+    from stable_baselines3.common.utils import set_random_seed
+
+    hyper = sb3_hyperparameters(tier, params)
+    scaled = gym.wrappers.TransformReward(env, lambda r: r * params.reward_scale)
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(params.torch_threads)
+    try:
+        set_random_seed(seed)
+        algo = _algorithm_class(SB3_POLICIES[tier].algorithm)
+        kwargs = copy.deepcopy(hyper)  # SB3 adds entries to policy_kwargs in place
+        model = algo("MlpPolicy", scaled, seed=seed, device=params.device, verbose=0, **kwargs)
+        callback = _curve_callback_class()(params.log_every, params.reward_scale)
+        model.learn(total_timesteps=params.timesteps, callback=callback)
+    finally:
+        torch.set_num_threads(previous_threads)
+    curve = pl.DataFrame(callback.rows, schema=LEARNING_CURVE_SCHEMA, orient="row")
+    record = {**hyper, "algorithm": SB3_POLICIES[tier].algorithm, "device": params.device,
+              "torch_threads": params.torch_threads, "reward_scale": params.reward_scale,
+              "timesteps": params.timesteps}  # fmt: skip
+    return SB3_POLICIES[tier](model), curve, record

@@ -1,0 +1,332 @@
+"""Contaminated datasets G(α) and market simulators, materialized in process on tiny simulated data.
+
+The pipeline (ingest -> dbt -> fingerprint -> contamination + market) runs once per module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+from scipy.stats import norm
+
+from orchestration.definitions import defs
+from orchestration.resources import build_resources
+from orchestration.runner import PipelineReport, run_pipeline
+from phantom_assets.assets.contamination import contaminated_datasets, mean_f_by_alpha
+from phantom_assets.assets.market import market_simulators
+from phantom_assets.assets.partitions import ALPHA_GRID, alpha_from_key, alpha_key
+from phantom_assets.config import Settings, load_settings
+from phantom_assets.constants import DEMAND_WEIGHTS, END_TOKEN, KERNEL_STATES, START_TOKEN, STORES
+from phantom_assets.contamination import mean_f_is_monotone
+from phantom_assets.market import MarketSpec, make_env
+from phantom_assets.simulate import simulate_to_incoming
+from tests.pipeline_helpers import TINY_SIMULATION, simulation_params
+
+SELECTION = '+key:"contaminated_datasets" or +key:"market_simulators"'
+CONTRACT_COLUMNS = ("session_id", "source", "actor", "alpha", "n_events", "f", "trajectory")
+
+
+@dataclass
+class Built:
+    settings: Settings
+    instance: dg.DagsterInstance
+    report: PipelineReport
+
+    @property
+    def lake(self) -> Path:
+        return self.settings.lake_dir
+
+    def contaminated(self, store: str, alpha: float) -> pl.DataFrame:
+        folder = (
+            self.lake / "contaminated_datasets" / f"store={store}" / f"alpha={alpha_key(alpha)}"
+        )
+        return pl.read_parquet(folder / "sessions.parquet")
+
+    def humans(self, store: str) -> pl.DataFrame:
+        path = self.lake / "labeled_sessions" / f"store={store}" / "actor=human"
+        return pl.read_parquet(path / "sessions.parquet")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
+    root = tmp_path_factory.mktemp("contamination_market")
+    base = load_settings("demo", data_dir=root / "data")
+    settings = dataclasses.replace(base, simulation=TINY_SIMULATION)
+    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
+    with dg.instance_for_test() as instance:
+        report = run_pipeline(
+            defs, settings, instance, build_resources(settings), selection=SELECTION
+        )
+        assert not report.failed, report.failed
+        yield Built(settings, instance, report)
+
+
+def _partition(store: str, alpha: float) -> dg.MultiPartitionKey:
+    return dg.MultiPartitionKey({"store": store, "alpha": alpha_key(alpha)})
+
+
+def _check_evaluations(built: Built, check_name: str) -> dict[str | None, bool]:
+    """Passed flag of each evaluation of `check_name`, by the partition of the run that made it."""
+    evaluations = {}
+    for outcome in built.report.outcomes:
+        for record in built.instance.all_logs(
+            outcome.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
+        ):
+            evaluation = record.dagster_event.event_specific_data
+            if evaluation.check_name == check_name:
+                evaluations[outcome.partition] = evaluation.passed
+    return evaluations
+
+
+def _kernel_probs(built: Built, store: str, actor: str) -> dict[tuple[str, str], float]:
+    folder = built.lake / "transition_kernels" / f"store={store}" / f"actor={actor}"
+    frame = pl.read_parquet(folder / "kernel.parquet")
+    return {(r["src"], r["dst"]): r["prob"] for r in frame.iter_rows(named=True)}
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.05, 0.3, 0.5, 0.99, 1.0])
+def test_alpha_key_round_trips_through_alpha_from_key(alpha: float):
+    key = alpha_key(alpha)
+    assert len(key) == 4 and key.startswith("a")
+    assert alpha_from_key(key) == pytest.approx(alpha)
+
+
+@pytest.mark.parametrize("key", ["a50", "a0500", "b050", "a101", "050", ""])
+def test_alpha_from_key_rejects_malformed_keys(key: str):
+    with pytest.raises(ValueError, match="malformed alpha key"):
+        alpha_from_key(key)
+
+
+@pytest.mark.parametrize("alpha", [-0.1, 1.5, 0.125])
+def test_alpha_key_rejects_values_off_the_percent_grid(alpha: float):
+    with pytest.raises(ValueError, match=r"alpha must be a multiple of 0\.01"):
+        alpha_key(alpha)
+
+
+def test_demo_alpha_grid_keys_are_a000_a050_a100():
+    assert [alpha_key(a) for a in ALPHA_GRID] == ["a000", "a050", "a100"]
+
+
+def test_contaminated_datasets_exist_for_every_store_and_alpha_with_contract_columns(built: Built):
+    for store in STORES:
+        for alpha in ALPHA_GRID:
+            frame = built.contaminated(store, alpha)
+            assert set(CONTRACT_COLUMNS) <= set(frame.columns)
+            assert frame.schema["trajectory"] == pl.List(pl.String)
+            assert set(frame["source"]) <= {"real", "synthetic"}
+            assert (frame["alpha"] == alpha).all()
+            assert frame["session_id"].n_unique() == frame.height
+            assert (frame["n_events"] == frame["trajectory"].list.len()).all()
+            assert frame["f"].is_between(0.0, 1.0).all()
+
+
+@pytest.mark.parametrize("alpha", ALPHA_GRID)
+@pytest.mark.parametrize("store", STORES)
+def test_contaminated_datasets_add_round_alpha_nh_over_one_minus_alpha_synthetic_agents(
+    built: Built, store: str, alpha: float
+):
+    n_human = built.humans(store).height
+    frame = built.contaminated(store, alpha)
+    expected = n_human if alpha == 1.0 else math.floor(alpha * n_human / (1 - alpha) + 0.5)
+    synthetic = frame.filter(pl.col("source") == "synthetic")
+    real = frame.filter(pl.col("source") == "real")
+    assert synthetic.height == expected
+    assert real.height == (0 if alpha == 1.0 else n_human)
+    assert set(synthetic["actor"]) <= {"agent"} and set(real["actor"]) <= {"human"}
+    if alpha == 0.0:
+        assert synthetic.height == 0
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_mean_f_rises_with_alpha(built: Built, store: str):
+    means = [built.contaminated(store, alpha)["f"].mean() for alpha in ALPHA_GRID]
+    assert all(later > earlier for earlier, later in itertools.pairwise(means)), means
+
+
+def test_real_sessions_keep_their_out_of_fold_divergence_score(built: Built):
+    for store in STORES:
+        folder = built.lake / "divergence_scores" / f"store={store}"
+        scores = pl.read_parquet(folder / "scores.parquet").select("session_id", oof="f")
+        real = built.contaminated(store, 0.5).filter(pl.col("source") == "real")
+        joined = real.join(scores, on="session_id")
+        assert joined.height == real.height
+        assert (joined["f"] == joined["oof"]).all()
+
+
+def test_synthetic_sessions_are_scored_against_the_full_class_kernels(built: Built):
+    # Oracle: gap = (1/W) Σ_transitions log P_A(b|a) − log P_H(b|a), f = σ(gap / T).
+    store, temperature = "hotel", built.settings.fingerprint.temperature
+    human, agent = (_kernel_probs(built, store, actor) for actor in ("human", "agent"))
+    synthetic = built.contaminated(store, 0.5).filter(pl.col("source") == "synthetic").head(8)
+    for row in synthetic.iter_rows(named=True):
+        states = [START_TOKEN, *row["trajectory"], END_TOKEN]
+        pairs = list(itertools.pairwise(states))
+        gap = sum(math.log(agent[p]) - math.log(human[p]) for p in pairs) / len(pairs)
+        assert row["f"] == pytest.approx(1 / (1 + math.exp(-gap / temperature)), rel=1e-9)
+
+
+def test_synthetic_sessions_carry_products_and_ordered_timestamps_per_event(built: Built):
+    frame = built.contaminated("airline", 1.0)
+    assert (frame["product_ids"].list.len() == frame["n_events"]).all()
+    assert (frame["ts"].list.len() == frame["n_events"]).all()
+    assert (frame["ts"] == frame["ts"].list.sort()).all()
+    with duckdb.connect(str(built.settings.warehouse_path), read_only=True) as conn:
+        rows = conn.execute(
+            "select distinct product_id from int_events_deduplicated where store = 'airline'"
+        ).fetchall()
+    observed = {product for (product,) in rows}
+    assert set(frame["product_ids"].explode().drop_nulls()) <= observed
+
+
+def test_demand_json_maps_product_ids_to_weighted_event_counts(built: Built):
+    for store in STORES:
+        for alpha in ALPHA_GRID:
+            folder = (
+                built.lake
+                / "contaminated_datasets"
+                / f"store={store}"
+                / f"alpha={alpha_key(alpha)}"
+            )
+            demand = json.loads((folder / "demand.json").read_text())
+            frame = pl.read_parquet(folder / "sessions.parquet")
+            events = frame.select("trajectory", "product_ids").explode("trajectory", "product_ids")
+            events = events.drop_nulls("product_ids")
+            assert set(demand) == set(events["product_ids"])
+            assert all(weight >= 0 for weight in demand.values())
+            oracle: dict[str, float] = {}
+            for event, product in events.iter_rows():
+                oracle[product] = oracle.get(product, 0.0) + DEMAND_WEIGHTS[event]
+            assert demand == pytest.approx(oracle)
+
+
+def test_contaminated_datasets_metadata_reports_counts_and_seed(built: Built):
+    store, alpha = "hotel", 0.5
+    record = built.instance.fetch_materializations(
+        dg.AssetRecordsFilter(
+            asset_key=dg.AssetKey("contaminated_datasets"),
+            asset_partitions=[_partition(store, alpha)],
+        ),
+        limit=1,
+    ).records[0]
+    metadata = record.asset_materialization.metadata
+    frame = built.contaminated(store, alpha)
+    assert metadata["dagster/row_count"].value == frame.height
+    assert metadata["n_real"].value + metadata["n_synthetic"].value == frame.height
+    assert metadata["mean_f"].value == pytest.approx(frame["f"].mean())
+    assert metadata["seed"].value == built.settings.contamination.seed
+
+
+def test_rematerializing_a_contaminated_partition_reproduces_its_data_version(built: Built):
+    partition = _partition("hotel", 0.5)
+
+    def data_version() -> str:
+        record = built.instance.fetch_materializations(
+            dg.AssetRecordsFilter(
+                asset_key=dg.AssetKey("contaminated_datasets"), asset_partitions=[partition]
+            ),
+            limit=1,
+        ).records[0]
+        return record.asset_materialization.tags["dagster/data_version"]
+
+    before = data_version()
+    result = dg.materialize(
+        [contaminated_datasets],
+        partition_key=partition,
+        instance=built.instance,
+        resources=build_resources(built.settings),
+    )
+    assert result.success
+    assert data_version() == before
+
+
+def test_mean_f_check_passed_on_every_partition(built: Built):
+    evaluations = _check_evaluations(built, "mean_f_rises_with_alpha")
+    expected = {_partition(store, alpha) for store in STORES for alpha in ALPHA_GRID}
+    assert set(evaluations) == expected
+    assert all(evaluations.values())
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_market_spec_round_trips_with_the_store_kernels_in_row_orientation(
+    built: Built, store: str, tmp_path: Path
+):
+    folder = built.lake / "market_simulators" / f"store={store}"
+    assert (folder / "spec.npz").exists() and (folder / "spec.json").exists()
+    spec = MarketSpec.load(folder)
+    spec.save(tmp_path)
+    assert MarketSpec.load(tmp_path).to_json() == spec.to_json()
+    assert spec.n_products == built.settings.market.n_products
+    human = _kernel_probs(built, store, "human")
+    index = {s: i for i, s in enumerate(KERNEL_STATES)}
+    for (src, dst), prob in human.items():
+        assert spec.kernel_human[index[src], index[dst]] == prob
+
+
+def test_market_env_built_from_the_saved_spec_steps(built: Built):
+    spec = MarketSpec.load(built.lake / "market_simulators" / "store=hotel")
+    env = make_env(spec, 0.5, robust=True)
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    for action in (0, spec.n_actions // 2, spec.n_actions - 1):
+        obs, reward, _, truncated, info = env.step(action)
+        assert env.observation_space.contains(obs)
+        assert np.isfinite(reward) and not truncated
+        assert info["alpha"] in info["candidate_alphas"]
+
+
+def test_market_metadata_half_width_is_radius_over_normal_w1(built: Built):
+    # Oracle: W1 of two normals = E|Δμ + Δσ·Z| (folded normal mean, closed form).
+    spec = MarketSpec.load(built.lake / "market_simulators" / "store=airline")
+    m, s = spec.mu_human - spec.mu_agent, abs(spec.sigma_human - spec.sigma_agent)
+    w1 = s * math.sqrt(2 / math.pi) * math.exp(-(m**2) / (2 * s**2)) + m * (
+        1 - 2 * norm.cdf(-m / s)
+    )
+    record = built.instance.fetch_materializations(
+        dg.AssetRecordsFilter(
+            asset_key=dg.AssetKey("market_simulators"), asset_partitions=["airline"]
+        ),
+        limit=1,
+    ).records[0]
+    metadata = record.asset_materialization.metadata
+    assert metadata["w1_valuation"].value == pytest.approx(w1, rel=1e-6)
+    expected = min(built.settings.market.ambiguity_radius_w1 / w1, 1.0)
+    assert metadata["alpha_half_width"].value == pytest.approx(expected, rel=1e-6)
+
+
+def test_env_check_passed_for_every_store(built: Built):
+    evaluations = _check_evaluations(built, "env_passes_check_env")
+    assert set(evaluations) == set(STORES)
+    assert all(evaluations.values())
+
+
+def test_contamination_and_market_assets_are_in_their_groups():
+    assert contaminated_datasets.group_names_by_key[dg.AssetKey("contaminated_datasets")] == (
+        "contamination"
+    )
+    assert market_simulators.group_names_by_key[dg.AssetKey("market_simulators")] == "market"
+    assert {job.name for job in defs.jobs or []} >= {"contamination_job", "market_job"}
+
+
+def test_mean_f_by_alpha_reads_the_grid_partitions_on_disk_and_flags_a_drop(tmp_path: Path):
+    lake = tmp_path / "lake"
+    for alpha, f in zip(ALPHA_GRID, ([0.2, 0.4], [0.9, 0.7], [0.5]), strict=True):
+        folder = lake / "contaminated_datasets" / "store=hotel" / f"alpha={alpha_key(alpha)}"
+        folder.mkdir(parents=True)
+        pl.DataFrame({"f": f}).write_parquet(folder / "sessions.parquet")
+    observed = mean_f_by_alpha(lake, "hotel")
+    assert observed == pytest.approx({0.0: 0.3, 0.5: 0.8, 1.0: 0.5})
+    assert mean_f_by_alpha(lake, "airline") == {}
+    tol = load_settings("demo").contamination.monotonic_tolerance
+    assert not mean_f_is_monotone(observed, tol)
+    assert mean_f_is_monotone({a: observed[a] for a in (0.0, 0.5)}, tol)

@@ -1,0 +1,44 @@
+"""The markdown certificate."""
+
+from __future__ import annotations
+
+from phantom_assets.audit import CertificationReport, render_markdown
+
+
+def test_render_markdown_states_the_verdict_and_reasons(report):
+    text = render_markdown(report)
+    assert "**Verdict: CERTIFIED**" in text
+    assert "- certified: because" in text
+    refused = CertificationReport(
+        **{**report.__dict__, "certified": False, "reasons": ("not certified: x",)}
+    )
+    assert "**Verdict: NOT CERTIFIED**" in render_markdown(refused)
+
+
+def test_render_markdown_has_one_lineage_row_per_record(report):
+    lines = render_markdown(report).splitlines()
+    header = lines.index(
+        "| asset | partition | data version | code version | run | time | checks |"
+    )
+    rows = lines[header + 2 : header + 2 + len(report.records)]
+    for record, row in zip(report.records, rows, strict=True):
+        assert row.startswith(f"| {record.asset} | ")
+        assert f"`{record.data_version[:12]}`" in row
+        assert (record.materialized_at or "—") in row
+    assert "agent\\|airline" in rows[2]  # partition pipes are escaped, not new columns
+    assert "1/1 passed" in rows[2]
+
+
+def test_render_markdown_shows_gate_numbers_seeds_and_environment(report):
+    text = render_markdown(report)
+    assert "| ci_low | 0.5 |" in text and "| mean_diff | 1.5 |" in text
+    assert "- `train`: 7" in text
+    assert "- `numpy`: 2.4.0" in text
+    assert "- `git_revision`: —" in text
+
+
+def test_render_markdown_names_failed_checks(report):
+    record = report.records[2]
+    failing = type(record)(**{**record.__dict__, "checks": {"rows_sum_to_one": False}})
+    text = render_markdown(CertificationReport(**{**report.__dict__, "records": (failing,)}))
+    assert "0/1 passed; FAILED: rows_sum_to_one" in text

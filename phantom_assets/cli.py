@@ -1,4 +1,4 @@
-"""`phantom` command line: simulate, run, publish, bench (DESIGN §12).
+"""`phantom` command line: simulate, run, publish, audit, bench (DESIGN §12).
 
 All commands honour PHANTOM_DATA_DIR / PHANTOM_PROFILE / PHANTOM_CONFIG and DAGSTER_HOME.
 """
@@ -11,6 +11,8 @@ import logging
 import shutil
 import sys
 from pathlib import Path
+
+from phantom_assets.constants import STORES
 
 logger = logging.getLogger("phantom")
 
@@ -102,6 +104,35 @@ def cmd_publish(args: argparse.Namespace) -> int:
     return 1 if report.failed else 0
 
 
+def cmd_audit(args: argparse.Namespace) -> int:
+    from orchestration.certification import load_report, replay_step
+    from orchestration.resources import settings_from_env
+    from phantom_assets.audit import verify_records
+
+    settings = settings_from_env()
+    report = load_report(settings, args.store)
+    verdict = "CERTIFIED" if report.certified else "NOT CERTIFIED"
+    logger.info("%s: policy %s %s", args.store, report.policy, verdict)
+    result = verify_records(report.records)
+    if not result.ok:
+        logger.error("tampered or missing artifact: %s", result.first_mismatch)
+        return 1
+    logger.info("verified %d files of %d records", result.n_files, result.n_records)
+    if args.replay:
+        from orchestration.definitions import defs
+
+        replay = replay_step(defs, settings, report, args.replay, args.partition)
+        label = f"{replay.record.asset} [{replay.record.partition}]"
+        if not replay.reproduces:
+            logger.error(
+                "replay of %s does not reproduce: recorded %s, got %s",
+                label, replay.record.data_version, replay.reproduced_version,
+            )  # fmt: skip
+            return 1
+        logger.info("replay of %s reproduces data version %s", label, replay.reproduced_version)
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.target == "fingerprint":
         from phantom_assets.fingerprint.bench import bench_fingerprint
@@ -138,6 +169,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="plan the commit even if HF_TOKEN is set"
     )
     publish.set_defaults(func=cmd_publish)
+
+    audit = sub.add_parser("audit", help="verify a certification report offline")
+    audit.add_argument("--store", required=True, choices=list(STORES))
+    audit.add_argument(
+        "--replay", metavar="ASSET", help="also re-run one recorded step, e.g. trained_policies"
+    )
+    audit.add_argument("--partition", help="which recorded partition to replay (default: first)")
+    audit.set_defaults(func=cmd_audit)
 
     bench = sub.add_parser("bench", help="performance benchmarks (prints one JSON object)")
     bench.add_argument("target", choices=["env", "fingerprint"])

@@ -84,10 +84,31 @@ def write_bytes_atomic(data: bytes, path: Path) -> str:
 
 
 def remove_stale_temp_files(folder: Path) -> list[Path]:
-    """Delete leftovers of killed writers (`.<name>.*.tmp`) below `folder`; return what was removed."""
+    """Delete leftovers of killed writers (`.<name>.*.tmp`) below `folder`; return them."""
     if not folder.exists():
         return []
     stale = [p for p in folder.rglob(".*.tmp") if p.is_file()]
     for path in stale:
         path.unlink(missing_ok=True)
     return stale
+
+
+def read_partitions(lake: Path, asset: str, pattern: str) -> pl.DataFrame | None:
+    """Every partition file of a lake asset as one frame, or None if there is none.
+
+    Hive dimensions (`store=hotel/…`) become string columns unless the file already has a column
+    of that name (contaminated datasets carry a float `alpha`; their folder says `alpha=a050`).
+    """
+    files = sorted((lake / asset).glob(pattern))
+    if not files:
+        return None
+    frames = []
+    for path in files:  # one iteration per partition file, never per row
+        frame = pl.read_parquet(path)
+        dims = dict(part.split("=", 1) for part in path.parent.relative_to(lake / asset).parts)
+        frames.append(
+            frame.with_columns(
+                pl.lit(v).alias(k) for k, v in dims.items() if k not in frame.columns
+            )
+        )
+    return pl.concat(frames, how="diagonal_relaxed")

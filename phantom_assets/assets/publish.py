@@ -1,39 +1,18 @@
 """Publish group: the session dataset staged for, and committed to, the Hugging Face Hub."""
 
-from pathlib import Path
-
 import dagster as dg
 import polars as pl
 
 from orchestration.resources import HubResource, StorageResource
 from phantom_assets.assets.metadata import artifact_version, code_version_of
 from phantom_assets.publish import CardParams, PublishInputs, publish, stage_dataset
-from phantom_assets.storage import write_json_atomic
+from phantom_assets.storage import read_partitions, write_json_atomic
 
 
 class PublishConfig(dg.Config):
     """Run-time knobs of a publish run."""
 
     dry_run: bool = False  # plan the commit even when a token and repo are configured
-
-
-def _scan(lake: Path, asset: str, pattern: str) -> pl.DataFrame | None:
-    """All partitions of a lake asset as one frame, or None if absent.
-
-    Hive dimensions (`store=hotel/…`) become columns unless the file already has one of that
-    name (contaminated datasets carry a float `alpha`; the folder says `alpha=a050`).
-    """
-    files = sorted((lake / asset).glob(pattern))
-    if not files:
-        return None
-    frames = []
-    for path in files:  # one iteration per partition file, not per row
-        frame = pl.read_parquet(path)
-        dims = dict(part.split("=", 1) for part in path.parent.relative_to(lake / asset).parts)
-        frames.append(
-            frame.with_columns(pl.lit(v).alias(k) for k, v in dims.items() if k not in frame.columns)
-        )
-    return pl.concat(frames, how="diagonal_relaxed")
 
 
 @dg.asset(
@@ -55,8 +34,10 @@ def hf_dataset(
     lake = settings.lake_dir
     inputs = PublishInputs(
         events=pl.read_parquet(sorted((lake / "raw_events").glob("batch=*/events.parquet"))),
-        kernels=_scan(lake, "transition_kernels", "store=*/actor=*/kernel.parquet"),
-        contaminated=_scan(lake, "contaminated_datasets", "store=*/alpha=*/sessions.parquet"),
+        kernels=read_partitions(lake, "transition_kernels", "store=*/actor=*/kernel.parquet"),
+        contaminated=read_partitions(
+            lake, "contaminated_datasets", "store=*/alpha=*/sessions.parquet"
+        ),
         card=CardParams(config_hash=settings.config_hash),
     )
     staged = stage_dataset(inputs, settings.publish_dir / "hf_dataset")

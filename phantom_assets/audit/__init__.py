@@ -10,6 +10,7 @@ Typical use::
     assert result.ok, result.first_mismatch
 """
 
+from phantom_assets.audit.candidates import choose_candidate, paired_metric
 from phantom_assets.audit.environment import environment_snapshot, git_state, package_versions
 from phantom_assets.audit.gate import GateDecision, paired_bootstrap_ci, promotion_gate
 from phantom_assets.audit.records import (
@@ -31,12 +32,14 @@ __all__ = [
     "GateDecision",
     "Mismatch",
     "VerificationResult",
+    "choose_candidate",
     "environment_snapshot",
     "failed_blocking_checks",
     "file_digests_of",
     "git_state",
     "package_versions",
     "paired_bootstrap_ci",
+    "paired_metric",
     "promotion_gate",
     "render_markdown",
     "verify_records",

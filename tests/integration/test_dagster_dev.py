@@ -1,7 +1,9 @@
-"""A live `dagster dev` on 127.0.0.1: the UI answers and a run launched over GraphQL succeeds."""
+"""A live `dagster dev` on 127.0.0.1: the UI renders the asset graph in a real browser, and a run
+launched over GraphQL succeeds."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -17,9 +19,9 @@ import requests
 from dagster_graphql import DagsterGraphQLClient, DagsterGraphQLClientError
 
 from orchestration.runner import register_batches
-from phantom_assets.config import Settings
+from phantom_assets.config import load_settings
 from phantom_assets.simulate import simulate_to_incoming
-from tests.pipeline_helpers import REPO_ROOT, simulation_params
+from tests.pipeline_helpers import REPO_ROOT, TINY_SIMULATION, simulation_params
 
 pytestmark = pytest.mark.integration
 
@@ -46,9 +48,13 @@ def _wait_for_server(url: str, process: subprocess.Popen, deadline: float) -> No
     raise TimeoutError(f"dagster dev did not answer on {url} within {STARTUP_TIMEOUT_S}s")
 
 
-@pytest.fixture
-def dagster_dev(tmp_path: Path, settings: Settings):
-    """Start `dagster dev` in its own process group against a temp DAGSTER_HOME and data dir."""
+@pytest.fixture(scope="module")
+def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
+    """Start `dagster dev` once per module, in its own process group, on temp state."""
+    tmp_path = tmp_path_factory.mktemp("dagster_dev")
+    settings = dataclasses.replace(
+        load_settings("demo", data_dir=tmp_path / "data"), simulation=TINY_SIMULATION
+    )
     home = tmp_path / "dagster_home"
     home.mkdir()
     shutil.copyfile(REPO_ROOT / "orchestration" / "dagster.yaml", home / "dagster.yaml")
@@ -113,3 +119,33 @@ def test_dagster_dev_runs_an_ingest_partition_launched_through_graphql(dagster_d
         time.sleep(2)
         status = client.get_run_status(run_id)
     assert status == dg.DagsterRunStatus.SUCCESS
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)"
+)
+def test_asset_graph_page_renders_the_main_assets_in_headless_chromium(dagster_dev, tmp_path):
+    port, _ = dagster_dev
+    dom = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=20000",
+            "--window-size=1600,6000",  # the asset list is virtualized: show every row
+            "--dump-dom",
+            f"http://127.0.0.1:{port}/assets",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    for asset in ("raw_events", "transition_kernels", "divergence_scores", "separability_report"):
+        assert asset in dom, f"{asset} is not on the rendered assets page"

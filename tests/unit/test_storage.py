@@ -8,6 +8,7 @@ import pytest
 from phantom_assets.storage import (
     file_digest,
     partition_dir,
+    read_partitions,
     remove_stale_temp_files,
     write_json_atomic,
     write_parquet_atomic,
@@ -45,3 +46,16 @@ def test_remove_stale_temp_files_cleans_leftovers_of_killed_writers(tmp_path: Pa
     keep.write_bytes(b"ok")
     assert remove_stale_temp_files(tmp_path) == [leftover]
     assert keep.exists() and not leftover.exists()
+
+
+def test_read_partitions_adds_hive_dimensions_without_clobbering_columns(tmp_path: Path):
+    lake = tmp_path / "lake"
+    for store, alpha in [("hotel", 0.0), ("airline", 0.5)]:
+        folder = partition_dir(
+            lake, "contaminated", store=store, alpha=f"a{round(alpha * 100):03d}"
+        )
+        write_parquet_atomic(pl.DataFrame({"alpha": [alpha], "n": [1]}), folder / "s.parquet")
+    frame = read_partitions(lake, "contaminated", "store=*/alpha=*/s.parquet").sort("store")
+    assert frame["store"].to_list() == ["airline", "hotel"]
+    assert frame["alpha"].to_list() == [0.5, 0.0]  # the file's float, not the folder's "a050"
+    assert read_partitions(lake, "missing", "*.parquet") is None

@@ -16,6 +16,7 @@ import dagster as dg
 from phantom_assets.assets.partitions import BATCH_PARTITIONS_NAME
 from phantom_assets.batches import BatchRegistry, candidate_files
 from phantom_assets.config import Settings
+from phantom_assets.storage import remove_stale_temp_files
 
 # Publishing is a decision: `phantom publish` (or an explicit selection) runs it, `phantom run` not.
 MANUAL_GROUPS = ("publish",)
@@ -140,6 +141,8 @@ def run_pipeline(
     file must not block every other batch); the caller turns failures into a non-zero exit.
     """
     report = PipelineReport()
+    for leftover in remove_stale_temp_files(settings.data_dir):  # a killed writer's temp files
+        echo(f"removed partial write {leftover}")
     report.registered, report.new_batches = register_batches(settings, instance)
     echo(f"batches: {len(report.registered)} registered ({len(report.new_batches)} new)")
     assets = list(defs.assets or [])

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 
-from phantom_assets.config import Settings, load_settings
-from tests.pipeline_helpers import MANIFEST, TINY_SIMULATION
+from phantom_assets.config import Settings
+from tests.pipeline_helpers import MANIFEST, tiny_settings
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -33,5 +32,4 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     """Demo settings with a tiny simulation, rooted at a fresh temp data dir."""
-    base = load_settings("demo", data_dir=tmp_path / "data")
-    return dataclasses.replace(base, simulation=TINY_SIMULATION)
+    return tiny_settings(tmp_path / "data")

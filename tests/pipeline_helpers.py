@@ -24,3 +24,12 @@ def simulation_params(settings: Settings):
         agents_per_store=sim.agents_per_store,
         separability=sim.separability,
     )
+
+
+def tiny_settings(data_dir: Path) -> Settings:
+    """Demo settings with the tiny simulation, rooted at `data_dir` (for module-scoped fixtures)."""
+    import dataclasses
+
+    from phantom_assets.config import load_settings
+
+    return dataclasses.replace(load_settings("demo", data_dir=data_dir), simulation=TINY_SIMULATION)

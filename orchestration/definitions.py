@@ -9,6 +9,8 @@ from orchestration.schedules import warehouse_job_schedule
 from orchestration.sensors import incoming_files_sensor
 from phantom_assets.assets.contamination import contaminated_datasets
 from phantom_assets.assets.dbt import warehouse_models
+from phantom_assets.assets.defense import trained_policies
+from phantom_assets.assets.evaluation import benchmark_curves, policy_evaluations
 from phantom_assets.assets.fingerprint import (
     divergence_scores,
     labeled_sessions,
@@ -34,6 +36,9 @@ defs = dg.Definitions(
             separability_report,
             contaminated_datasets,
             market_simulators,
+            trained_policies,
+            policy_evaluations,
+            benchmark_curves,
             hf_dataset,
         ]
     ),

@@ -9,6 +9,7 @@ from phantom_assets.assets.partitions import (
     store_actor_partitions,
     store_alpha_partitions,
     store_partitions,
+    store_policy_partitions,
 )
 
 ingest_job = dg.define_asset_job(
@@ -47,6 +48,18 @@ market_job = dg.define_asset_job(
     partitions_def=store_partitions,
     description="Compile the pricing market simulator of one store and check its env.",
 )
+defense_job = dg.define_asset_job(
+    "defense_job",
+    selection=dg.AssetSelection.assets("trained_policies", "policy_evaluations"),
+    partitions_def=store_policy_partitions,
+    description="Train one policy of a store (tier, mode, training α) and evaluate it.",
+)
+benchmark_job = dg.define_asset_job(
+    "benchmark_job",
+    selection=dg.AssetSelection.assets("benchmark_curves"),
+    partitions_def=store_partitions,
+    description="Benchmark curves, paired differences and the revenue regression of one store.",
+)
 
 ALL_JOBS = [
     ingest_job,
@@ -55,4 +68,6 @@ ALL_JOBS = [
     store_fingerprint_job,
     contamination_job,
     market_job,
+    defense_job,
+    benchmark_job,
 ]

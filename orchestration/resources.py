@@ -2,6 +2,8 @@
 
 `PHANTOM_PROFILE` (demo|study), `PHANTOM_DATA_DIR` (storage root, default `<repo>/data`) and
 `PHANTOM_CONFIG` (optional TOML file) select the settings; everything else receives them.
+`WANDB_MODE` / `WANDB_API_KEY` (+ `WANDB_DIR`, `WANDB_PROJECT`, `WANDB_ENTITY`) switch on the
+optional experiment tracking; without them nothing is sent and wandb is never imported.
 """
 
 from __future__ import annotations
@@ -53,6 +55,57 @@ def hub_from_env() -> HubResource:
     )
 
 
+class ExperimentTrackingResource(dg.ConfigurableResource):
+    """Optional Weights & Biases tracking of training runs (`mode=None`: off, nothing imported).
+
+    `offline` writes run directories under `run_dir` without an account; `online` needs an API
+    key, configured as `dg.EnvVar("WANDB_API_KEY")` so the UI never shows its value.
+    """
+
+    mode: str | None = None
+    project: str = "phantom"
+    entity: str | None = None
+    api_key: str | None = None
+    run_dir: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        """True when runs are tracked (offline or online)."""
+        return self.mode is not None
+
+    def init_kwargs(self) -> dict[str, object]:
+        """Keyword arguments of `wandb.init` (after logging in when online with a key)."""
+        if self.mode not in (None, "offline", "online"):
+            raise ValueError(f"tracking mode must be 'offline', 'online' or None: {self.mode!r}")
+        if self.mode == "online" and self.api_key:
+            import wandb  # only when tracking is on
+
+            wandb.login(key=self.api_key, relogin=False)
+        if self.run_dir:
+            Path(self.run_dir).mkdir(parents=True, exist_ok=True)
+        kwargs = {"mode": self.mode, "dir": self.run_dir, "entity": self.entity}
+        return {k: v for k, v in kwargs.items() if v is not None}
+
+
+def tracking_from_env() -> ExperimentTrackingResource:
+    """Tracking as configured: `WANDB_MODE=offline`, or `WANDB_API_KEY` (online); else off."""
+    mode = (os.environ.get("WANDB_MODE") or "").lower()
+    has_key = bool(os.environ.get("WANDB_API_KEY"))
+    if mode in ("offline", "dryrun"):
+        selected: str | None = "offline"
+    elif mode != "disabled" and has_key:
+        selected = "online"
+    else:
+        selected = None
+    return ExperimentTrackingResource(
+        mode=selected,
+        project=os.environ.get("WANDB_PROJECT") or "phantom",
+        entity=os.environ.get("WANDB_ENTITY") or None,
+        api_key=dg.EnvVar("WANDB_API_KEY") if selected == "online" else None,
+        run_dir=os.environ.get("WANDB_DIR") or None,
+    )
+
+
 def settings_from_env() -> Settings:
     """Settings as selected by the environment (used by the CLI and the definitions)."""
     data_dir = Path(os.environ.get("PHANTOM_DATA_DIR", REPO_ROOT / "data")).resolve()
@@ -64,7 +117,8 @@ def settings_from_env() -> Settings:
 
 
 def build_resources(settings: Settings) -> dict[str, object]:
-    """The resource dict for `settings`: storage, warehouse (DuckDB), dbt and the Hub."""
+    """The resource dict for `settings`: storage, warehouse (DuckDB), dbt, the Hub and the
+    optional experiment tracking."""
     return {
         "storage": StorageResource(
             data_dir=str(settings.data_dir.resolve()),
@@ -73,6 +127,7 @@ def build_resources(settings: Settings) -> dict[str, object]:
         ),
         "warehouse": DuckDBResource(database=str(settings.warehouse_path.resolve())),
         "hub": hub_from_env(),
+        "experiment_tracking": tracking_from_env(),
         # The dbt beside this interpreter: works whether or not the virtualenv is on PATH.
         "dbt": DbtCliResource(
             project_dir=phantom_dbt_project, dbt_executable=str(Path(sys.executable).parent / "dbt")

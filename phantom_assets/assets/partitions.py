@@ -6,8 +6,9 @@ import re
 
 import dagster as dg
 
-from phantom_assets.config import ContaminationConfig
+from phantom_assets.config import ContaminationConfig, TrainingConfig
 from phantom_assets.constants import ACTORS, STORES
+from phantom_assets.policies import PolicyKey, parse_policy_key, policy_keys
 
 BATCH_PARTITIONS_NAME = "batch"
 # The α grid is the demo profile's (a constant, so the code location never reads the profile);
@@ -66,3 +67,23 @@ def store_alpha_keys(context: dg.AssetExecutionContext) -> tuple[str, float]:
         raise ValueError(f"expected a store × alpha partition key, got {key!r}")
     dims = key.keys_by_dimension
     return dims["store"], alpha_from_key(dims["alpha"])
+
+
+# The policy grid is the demo profile's tiers × training α (a constant, like `ALPHA_GRID`): a study
+# grid with other training α needs these keys changed here, not only a profile switch.
+POLICY_GRID: tuple[str, ...] = tuple(
+    policy_keys(TrainingConfig().tiers, TrainingConfig().train_alphas)
+)
+policy_partitions = dg.StaticPartitionsDefinition(list(POLICY_GRID))
+store_policy_partitions = dg.MultiPartitionsDefinition(
+    {"store": store_partitions, "policy": policy_partitions}
+)
+
+
+def store_policy_keys(context: dg.AssetExecutionContext) -> tuple[str, PolicyKey]:
+    """(store, parsed policy key) of a store × policy partition."""
+    key = context.partition_key
+    if not isinstance(key, dg.MultiPartitionKey):
+        raise ValueError(f"expected a store × policy partition key, got {key!r}")
+    dims = key.keys_by_dimension
+    return dims["store"], parse_policy_key(dims["policy"])

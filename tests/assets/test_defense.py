@@ -1,0 +1,289 @@
+"""Trained policies, policy evaluations and benchmark curves, materialized in process.
+
+The upstream pipeline runs once per module on tiny simulated data (hotel only downstream of the
+market), every policy partition of the demo grid trains on a tiny budget and is evaluated, then
+the store's benchmark is built.
+"""
+
+import itertools
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+import numpy as np
+import polars as pl
+import pytest
+
+from orchestration.definitions import defs
+from orchestration.resources import (
+    ExperimentTrackingResource,
+    StorageResource,
+    build_resources,
+    tracking_from_env,
+)
+from orchestration.runner import run_pipeline
+from phantom_assets.assets.defense import POLICY_FILE, model_file, policy_dir
+from phantom_assets.assets.evaluation import benchmark_tables, evaluation_dir
+from phantom_assets.assets.partitions import POLICY_GRID
+from phantom_assets.config import Settings, load_settings
+from phantom_assets.evaluation import CURVE_SCHEMA, EPISODE_METRICS
+from phantom_assets.policies import HEURISTIC_TIERS, LEARNABLE_TIERS, MODES, parse_policy_key
+from phantom_assets.simulate import simulate_to_incoming
+from tests.pipeline_helpers import simulation_params
+
+STORE = "hotel"
+UPSTREAM = '+key:"market_simulators"'
+EVAL_ALPHAS = (0.0, 0.5, 1.0)
+TINY_CONFIG = """
+[simulation]
+seed = 7
+humans_per_store = 12
+agents_per_store = 4
+
+[market]
+episode_steps = 12
+chain_bank_size = 400
+sessions_per_step = 40
+
+[training]
+timesteps = 96
+
+[evaluation]
+alphas = [0.0, 0.5, 1.0]
+episodes = 3
+bootstrap_draws = 200
+"""
+TINY_TRAINING = {
+    "net_arch": [8],
+    "ppo_n_steps": 32,
+    "ppo_batch_size": 16,
+    "a2c_n_steps": 8,
+    "dqn_learning_starts": 16,
+    "log_every": 32,
+    "linear_warmup_episodes": 1,
+}
+DEFENSE = ["trained_policies", "policy_evaluations"]
+
+
+@dataclass
+class Built:
+    settings: Settings
+    instance: dg.DagsterInstance
+    resources: dict[str, object]
+    run_ids: list[str]
+    wandb_imported: bool
+
+    @property
+    def lake(self) -> Path:
+        return self.settings.lake_dir
+
+    def materialize(self, key: str, selection=DEFENSE, **resources) -> dg.ExecuteInProcessResult:
+        partition = dg.MultiPartitionKey({"store": STORE, "policy": key})
+        config = {"ops": {"trained_policies": {"config": TINY_TRAINING}}}
+        return dg.materialize(
+            list(defs.assets or []), selection=selection, partition_key=partition,
+            instance=self.instance, resources={**self.resources, **resources},
+            run_config=config if "trained_policies" in selection else None,
+        )  # fmt: skip
+
+    def latest(self, asset: str, key: str) -> dg.AssetMaterialization:
+        partition = dg.MultiPartitionKey({"store": STORE, "policy": key})
+        records = self.instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]),
+            limit=1,
+        ).records
+        assert records and records[0].asset_materialization is not None
+        return records[0].asset_materialization
+
+    def data_version(self, asset: str, key: str) -> str:
+        return self.latest(asset, key).tags["dagster/data_version"]
+
+    def nominal(self, key: str) -> pl.DataFrame:
+        return pl.read_parquet(evaluation_dir(self.lake, STORE, key) / "nominal.parquet")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
+    root = tmp_path_factory.mktemp("defense")
+    config_file = root / "tiny.toml"
+    config_file.write_text(TINY_CONFIG)
+    settings = load_settings("demo", data_dir=root / "data", config_file=config_file)
+    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
+    storage = StorageResource(
+        data_dir=str(settings.data_dir), profile="demo", config_file=str(config_file)
+    )
+    resources = {**build_resources(settings), "storage": storage,
+                 "experiment_tracking": ExperimentTrackingResource()}  # fmt: skip
+    wandb_before = "wandb" in sys.modules
+    with dg.instance_for_test() as instance:
+        report = run_pipeline(defs, settings, instance, resources, selection=UPSTREAM)
+        assert not report.failed, report.failed
+        built = Built(settings, instance, resources, [], wandb_imported=False)
+        for key in POLICY_GRID:
+            result = built.materialize(key)
+            assert result.success, key
+            built.run_ids.append(result.run_id)
+        assets = list(defs.assets or [])
+        bench = dg.materialize(
+            assets, selection=["benchmark_curves"], partition_key=STORE, instance=instance,
+            resources=resources,
+        )  # fmt: skip
+        assert bench.success
+        built.run_ids.append(bench.run_id)
+        built.wandb_imported = "wandb" in sys.modules and not wandb_before
+        yield built
+
+
+def _check_results(built: Built) -> dict[str, list[bool]]:
+    results: dict[str, list[bool]] = {}
+    for run_id in built.run_ids:
+        for record in built.instance.all_logs(
+            run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
+        ):
+            evaluation = record.dagster_event.event_specific_data
+            results.setdefault(evaluation.check_name, []).append(evaluation.passed)
+    return results
+
+
+def test_demo_policy_grid_holds_every_tier_and_mode_at_three_training_alphas():
+    parsed = [parse_policy_key(k) for k in POLICY_GRID]
+    for tier, mode in itertools.product(LEARNABLE_TIERS, MODES):
+        alphas = sorted(p.alpha for p in parsed if (p.tier, p.mode) == (tier, mode))
+        assert alphas == [0.0, 0.5, 1.0], (tier, mode)
+    assert {p.tier for p in parsed} >= set(HEURISTIC_TIERS)
+
+
+def test_every_tier_and_mode_is_trained_saved_and_evaluated(built: Built):
+    trained = set()
+    for key in POLICY_GRID:
+        folder = policy_dir(built.lake, STORE, key)
+        record = json.loads((folder / POLICY_FILE).read_text())
+        trained.add((record["tier"], record["mode"]))
+        assert (folder / model_file(record["tier"], record["seed"])).is_file()
+        assert (folder / "learning_curve.parquet").is_file()
+        assert record["hyperparameters"] and record["seeds"] == [0]
+        for name in ("nominal.parquet", "stress.parquet", "traces.parquet"):
+            assert (evaluation_dir(built.lake, STORE, key) / name).is_file(), (key, name)
+    expected = {(t, "heuristic") for t in HEURISTIC_TIERS} | set(
+        itertools.product(LEARNABLE_TIERS, MODES)
+    )
+    assert trained == expected
+
+
+def test_training_metadata_lists_artifacts_hyperparameters_and_a_learning_curve_plot(built: Built):
+    metadata = built.latest("trained_policies", "ppo-robust-a050").metadata
+    artifacts = [Path(p) for p in metadata["artifacts"].value]
+    assert {p.name for p in artifacts} == {POLICY_FILE, "learning_curve.parquet", "weights.npz"}
+    assert all(p.is_file() for p in artifacts)
+    assert metadata["hyperparameters"].value["policy_kwargs"] == {"net_arch": [8]}
+    assert "data:image/png;base64" in metadata["learning_curve"].value
+    png = built.settings.reports_dir / "trained_policies" / f"{STORE}-ppo-robust-a050.png"
+    assert png.is_file()
+    curve = pl.read_parquet(artifacts[0].parent / "learning_curve.parquet")
+    assert curve.height > 0 and curve["timesteps"].is_sorted()
+
+
+def test_every_asset_check_passed(built: Built):
+    results = _check_results(built)
+    assert set(results) == {
+        "saved_policy_reloads_identically",
+        "nominal_runs_at_grid_alpha_with_common_seeds",
+        "ci_contains_mean",
+        "every_policy_alpha_metric_present",
+    }
+    assert {name: all(passed) for name, passed in results.items()} == dict.fromkeys(results, True)
+
+
+@pytest.mark.parametrize("key", ["dqn-robust-a050", "qtable-baseline-a100", "linear-a050"])
+def test_rematerializing_a_policy_reproduces_its_weights_and_evaluations(built: Built, key: str):
+    record_before = json.loads((policy_dir(built.lake, STORE, key) / POLICY_FILE).read_text())
+    before = [built.data_version(asset, key) for asset in DEFENSE]
+    assert built.materialize(key).success
+    after = [built.data_version(asset, key) for asset in DEFENSE]
+    record_after = json.loads((policy_dir(built.lake, STORE, key) / POLICY_FILE).read_text())
+    assert after == before
+    assert record_after["weights_sha256"] == record_before["weights_sha256"]
+
+
+def test_baseline_and_robust_twins_get_identical_nominal_episodes_at_the_grid_alpha(built: Built):
+    robust = [k for k in POLICY_GRID if "-robust-" in k]
+    assert len(robust) == len(LEARNABLE_TIERS) * 3
+    for key in robust:
+        twin = key.replace("-robust-", "-baseline-")
+        defended, baseline = built.nominal(key), built.nominal(twin)
+        pairs = [set(f.select("alpha", "seed").iter_rows()) for f in (defended, baseline)]
+        assert pairs[0] == pairs[1]
+        assert sorted(set(defended["alpha"])) == list(EVAL_ALPHAS)
+        for frame in (defended, baseline):  # an adversary would execute some other α
+            assert (frame["alpha_executed"] == frame["alpha"]).all(), key
+
+
+def test_benchmark_curves_cover_every_policy_alpha_and_metric_with_ordered_cis(built: Built):
+    folder = built.lake / "benchmark_curves" / f"store={STORE}"
+    curves = pl.read_parquet(folder / "curves.parquet")
+    assert curves.schema == pl.Schema(CURVE_SCHEMA)
+    metrics = [*EPISODE_METRICS, *(f"stress_{m}" for m in EPISODE_METRICS)]
+    expected = set(itertools.product(POLICY_GRID, EVAL_ALPHAS, metrics))
+    assert set(curves.select("policy", "alpha", "metric").iter_rows()) == expected
+    assert curves.height == len(expected)
+    assert (curves["ci_low"] <= curves["mean"] + 1e-9).all()
+    assert (curves["mean"] <= curves["ci_high"] + 1e-9).all()
+    differences = pl.read_parquet(folder / "differences.parquet")
+    robust = {k for k in POLICY_GRID if "-robust-" in k}
+    assert set(differences["defended"]) == robust
+    regression = json.loads((folder / "regression.json").read_text())
+    assert {r["policy"] for r in regression["by_policy"]} == set(POLICY_GRID)
+    reports = built.settings.reports_dir / "benchmark_curves"
+    for name in ("revenue", "coi_level", "leakage", "price_traces"):
+        assert (reports / f"{STORE}-{name}.png").is_file(), name
+
+
+def test_duplicated_identical_runs_do_not_shrink_the_regression_standard_error(built: Built):
+    """Pitfall §10.6: the research code counted duplicated configurations as evidence."""
+    keys = ["ppo-baseline-a050", "ppo-robust-a050", "static-a000"]
+    nominal = pl.concat([built.nominal(k) for k in keys])
+    stress = pl.concat(
+        [pl.read_parquet(evaluation_dir(built.lake, STORE, k) / "stress.parquet") for k in keys]
+    )
+    copy = built.nominal("ppo-baseline-a050").with_columns(policy=pl.lit("ppo-baseline-a000"))
+    doubled = pl.concat([nominal, nominal, copy])
+
+    def se(frame: pl.DataFrame) -> dict[str, float]:
+        rng = np.random.default_rng(0)
+        _, _, regression = benchmark_tables(frame, stress, rng, 50)
+        rows = regression["by_policy"] + regression["by_mode"]
+        return {r.get("policy", r.get("mode")): r["se_slope"] for r in rows}
+
+    once, twice = se(nominal), se(doubled)
+    assert {k: twice[k] for k in once} == pytest.approx(once, rel=1e-12)
+    assert set(twice) == set(once)  # the copy under another key is the same configuration
+
+
+def test_training_without_tracking_configuration_never_imports_wandb(built: Built):
+    assert not built.wandb_imported
+
+
+def test_tracking_from_env_is_off_without_configuration_and_offline_with_wandb_mode(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+):
+    for name in ("WANDB_MODE", "WANDB_API_KEY", "WANDB_DIR", "WANDB_PROJECT", "WANDB_ENTITY"):
+        monkeypatch.delenv(name, raising=False)
+    assert not tracking_from_env().enabled
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    tracking = tracking_from_env()
+    assert (tracking.mode, tracking.run_dir, tracking.api_key) == ("offline", str(tmp_path), None)
+
+
+def test_offline_tracking_writes_a_local_wandb_run_directory(built: Built, tmp_path: Path):
+    tracking = ExperimentTrackingResource(mode="offline", run_dir=str(tmp_path))
+    key = "qtable-baseline-a000"
+    before = built.data_version("trained_policies", key)
+    result = built.materialize(key, selection=["trained_policies"], experiment_tracking=tracking)
+    assert result.success
+    runs = list((tmp_path / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1 and any(runs[0].iterdir())
+    assert built.data_version("trained_policies", key) == before

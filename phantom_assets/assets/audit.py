@@ -45,7 +45,10 @@ def certification_report(
     if stress is None:
         raise dg.Failure(f"no stress evaluations for store {store}: materialize policy_evaluations")
     candidate, baseline = choose_candidate(stress, STRESS_METRIC)
-    graph = context.repository_def.asset_graph
+    # The code location's graph (an in-process `materialize` has no repository on its context).
+    from orchestration.definitions import defs
+
+    graph = defs.resolve_asset_graph()
     records = []
     for policy in (candidate, baseline):
         key = dg.MultiPartitionKey({"store": store, "policy": policy})

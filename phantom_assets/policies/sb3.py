@@ -159,6 +159,7 @@ def train_sb3(
         (policy, learning curve frame, hyperparameters).
     """
     import torch
+    from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.utils import set_random_seed
 
     hyper = sb3_hyperparameters(tier, params)
@@ -170,6 +171,9 @@ def train_sb3(
         algo = _algorithm_class(SB3_POLICIES[tier].algorithm)
         kwargs = copy.deepcopy(hyper)  # SB3 adds entries to policy_kwargs in place
         model = algo("MlpPolicy", scaled, seed=seed, device=params.device, verbose=0, **kwargs)
+        # Progress goes through our callback's logging; SB3's default logger would create an
+        # empty /tmp/SB3-<timestamp> folder per training run.
+        model.set_logger(Logger(folder=None, output_formats=[]))
         callback = _curve_callback_class()(params.log_every, params.reward_scale)
         model.learn(total_timesteps=params.timesteps, callback=callback)
     finally:

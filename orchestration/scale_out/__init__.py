@@ -1,0 +1,1 @@
+"""Code locations that run the same PHANTOM definitions on a distributed engine."""

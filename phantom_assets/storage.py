@@ -13,7 +13,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import polars as pl
 
@@ -46,20 +46,31 @@ def combined_digest(paths: Iterable[Path]) -> str:
     return digest.hexdigest()
 
 
-def _atomic_write(path: Path, write: Callable[[Path], None]) -> str:
-    """Write through `write(tmp)` into a temp file beside `path`, fsync, rename; return digest."""
+def atomic_write(path: Path, write: Callable[[BinaryIO], Any]) -> Path:
+    """Write `path` through a temp file beside it (fsynced), then rename it into place.
+
+    The one atomic writer of the project: a killed or failing writer never leaves a partial file
+    under the real name; its `.<name>.*.tmp` leftover is removed here on failure, or by
+    `remove_stale_temp_files` on the next run after a kill.
+
+    Args:
+        path: Destination (its folder is created).
+        write: Writes the content to the binary handle it is given.
+    """
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
     tmp = Path(tmp_name)
     try:
-        write(tmp)
-        with tmp.open("rb") as handle:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+            handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-    return file_digest(path)
+    return path
 
 
 def write_parquet_atomic(frame: pl.DataFrame, path: Path) -> str:
@@ -67,9 +78,10 @@ def write_parquet_atomic(frame: pl.DataFrame, path: Path) -> str:
 
     Statistics and compression are fixed so the same frame always gives the same bytes.
     """
-    return _atomic_write(
-        path, lambda tmp: frame.write_parquet(tmp, compression="zstd", statistics=True)
+    atomic_write(
+        path, lambda handle: frame.write_parquet(handle, compression="zstd", statistics=True)
     )
+    return file_digest(path)
 
 
 def write_json_atomic(payload: Any, path: Path) -> str:
@@ -80,7 +92,8 @@ def write_json_atomic(payload: Any, path: Path) -> str:
 
 def write_bytes_atomic(data: bytes, path: Path) -> str:
     """Write raw bytes atomically; return the digest."""
-    return _atomic_write(path, lambda tmp: tmp.write_bytes(data))
+    atomic_write(path, lambda handle: handle.write(data))
+    return file_digest(path)
 
 
 def remove_stale_temp_files(folder: Path) -> list[Path]:

@@ -37,6 +37,7 @@ def paired_metric(
     stress: pl.DataFrame, candidate: str, baseline: str, metric: str = "reward"
 ) -> tuple[np.ndarray, np.ndarray]:
     """The two policies' stress `metric`, aligned by episode seed (common random numbers)."""
+
     def pick(key: str) -> pl.DataFrame:
         return stress.filter(pl.col("policy") == key).select("seed", metric)
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from scipy.stats import norm
 from phantom_assets.config import MarketConfig
 from phantom_assets.constants import DEFAULT_TEMPERATURE, KERNEL_STATES
 from phantom_assets.contamination.chains import validate_kernel
+from phantom_assets.storage import atomic_write
 
 _DEFAULTS = MarketConfig()
 AGENT_COUNT_MODES: tuple[str, ...] = ("bernoulli", "exact")
@@ -162,9 +161,9 @@ class MarketSpec:
         folder = Path(directory)
         folder.mkdir(parents=True, exist_ok=True)
         arrays = {name: np.asarray(getattr(self, name)) for name in _ARRAY_FIELDS}
-        npz_path = _atomic_write(folder / SPEC_NPZ, lambda fh: np.savez(fh, **arrays))
+        npz_path = atomic_write(folder / SPEC_NPZ, lambda fh: np.savez(fh, **arrays))
         blob = json.dumps(self._scalars(), sort_keys=True, indent=2).encode()
-        json_path = _atomic_write(folder / SPEC_JSON, lambda fh: fh.write(blob))
+        json_path = atomic_write(folder / SPEC_JSON, lambda fh: fh.write(blob))
         return npz_path, json_path
 
     @classmethod
@@ -175,19 +174,6 @@ class MarketSpec:
         with np.load(folder / SPEC_NPZ) as data:
             arrays = {name: data[name] for name in _ARRAY_FIELDS}
         return cls(**scalars, **arrays)
-
-
-def _atomic_write(path: Path, write: Any) -> Path:
-    """Write through a temp file in the same folder, then `os.replace` it onto `path`."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def valuation_w1(

@@ -5,7 +5,6 @@ from phantom_assets.policies.base import (
     Policy,
     TrainedPolicy,
     TrainingParams,
-    atomic_write,
     demand_breadth,
     split_obs,
 )
@@ -56,7 +55,6 @@ __all__ = [
     "SurgePolicy",
     "TrainedPolicy",
     "TrainingParams",
-    "atomic_write",
     "demand_breadth",
     "fit_linear_demand",
     "load_policy",

@@ -10,12 +10,9 @@ sessions with positive surplus on the dearer products, so breadth falls as deman
 from __future__ import annotations
 
 import dataclasses
-import os
-import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import polars as pl
@@ -177,18 +174,3 @@ def demand_breadth(shares: np.ndarray) -> float:
     """Effective number of demanded products over n: `1/(n·Σ s²)`, 0 when nothing was demanded."""
     concentration = float(np.square(shares).sum())
     return 0.0 if concentration <= 0 else min(1.0, 1.0 / (shares.size * concentration))
-
-
-def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> Path:
-    """Write through a temp file in the target folder, then `os.replace` it onto `path`."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target

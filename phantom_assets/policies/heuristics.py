@@ -16,7 +16,8 @@ import gymnasium as gym
 import numpy as np
 
 from phantom_assets.market import MarketSpec
-from phantom_assets.policies.base import atomic_write, demand_breadth, split_obs
+from phantom_assets.policies.base import demand_breadth, split_obs
+from phantom_assets.storage import atomic_write
 
 logger = logging.getLogger(__name__)
 

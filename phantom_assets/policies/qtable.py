@@ -21,10 +21,10 @@ import polars as pl
 from phantom_assets.policies.base import (
     LEARNING_CURVE_SCHEMA,
     TrainingParams,
-    atomic_write,
     demand_breadth,
     split_obs,
 )
+from phantom_assets.storage import atomic_write
 
 logger = logging.getLogger(__name__)
 

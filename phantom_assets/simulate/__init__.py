@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from phantom_assets.simulate.catalog import CATALOGS, Catalog, Product, catalog_for
 from phantom_assets.simulate.corpus import EVENT_COLUMNS, simulate_events
-from phantom_assets.simulate.exports import ALL_FORMATS, atomic_write, write_exports
+from phantom_assets.simulate.exports import ALL_FORMATS, write_exports
 from phantom_assets.simulate.incoming import simulate_to_incoming
 from phantom_assets.simulate.params import SimulatedCorpus, SimulationParams, params_from
 from phantom_assets.simulate.profiles import AGENT, HUMAN, BehaviourProfile, blend
@@ -30,7 +30,6 @@ __all__ = [
     "SimulatedCorpus",
     "SimulationParams",
     "Task",
-    "atomic_write",
     "blend",
     "catalog_for",
     "params_from",

@@ -9,9 +9,7 @@ same folder, then `os.replace`).
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -27,6 +25,7 @@ from phantom_assets.schema.raw_formats import (
 )
 from phantom_assets.simulate.params import SimulatedCorpus
 from phantom_assets.simulate.records import METADATA_DTYPE
+from phantom_assets.storage import atomic_write
 
 __all__ = ["ALL_FORMATS", "KAFKA_PARTITIONS", "atomic_write", "write_exports"]
 
@@ -36,28 +35,6 @@ ALL_FORMATS: tuple[str, ...] = ("whoclickedit_csv", "whoclickedit_parquet", "kaf
 KAFKA_PARTITIONS = 3
 INGEST_FORMAT = "kafka_console"  # whoclickedit `ingest_format`: the rows were collected via Kafka
 _TOPICS = (KAFKA_INTERACTIONS_TOPIC, KAFKA_PRICE_TOPIC)
-
-
-def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> Path:
-    """Write `path` through a temp file in the same folder, then `os.replace` it into place.
-
-    Args:
-        path: Destination.
-        write: Writes the content to the binary handle it is given.
-
-    Returns:
-        `path`.
-    """
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def _with_kafka(events: pl.DataFrame) -> pl.DataFrame:

@@ -53,11 +53,12 @@ def test_killed_writer_leaves_no_partial_artifact_and_the_next_run_recovers(
     writer = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from phantom_assets.storage import _atomic_write\n"
-        "def slow(tmp):\n"
-        "    tmp.write_bytes(b'half a parquet file')\n"
+        "from phantom_assets.storage import atomic_write\n"
+        "def slow(handle):\n"
+        "    handle.write(b'half a parquet file')\n"
+        "    handle.flush()\n"
         "    time.sleep(60)\n"
-        "_atomic_write(Path(sys.argv[1]), slow)\n"
+        "atomic_write(Path(sys.argv[1]), slow)\n"
     )
     child = subprocess.Popen([sys.executable, "-c", writer, str(target)], cwd=REPO_ROOT)
     deadline = time.monotonic() + 30
@@ -91,7 +92,9 @@ def test_publishing_commits_once_and_the_token_reaches_no_log_metadata_or_file(
         "hub": HubResource(repo_id="lab/sessions", token=TOKEN, endpoint=hub.url),
     }
     with dg.instance_for_test() as instance:
-        report = run_pipeline(defs, settings, instance, resources, "key:raw_events or key:hf_dataset")
+        report = run_pipeline(
+            defs, settings, instance, resources, "key:raw_events or key:hf_dataset"
+        )
         assert not report.failed
         events = [
             str(entry) for run in instance.get_runs() for entry in instance.all_logs(run.run_id)

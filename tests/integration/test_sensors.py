@@ -28,8 +28,9 @@ class DropZone:
         )
         result = incoming_files_sensor(context)
         for request in result.dynamic_partitions_requests:
-            self.instance.add_dynamic_partitions(request.partitions_def_name,
-                                                 list(request.partition_keys))
+            self.instance.add_dynamic_partitions(
+                request.partitions_def_name, list(request.partition_keys)
+            )
         self.cursor = result.cursor
         return result
 

@@ -31,8 +31,9 @@ def test_choose_candidate_takes_the_best_robust_policy_and_its_baseline_twin():
 
 
 def test_choose_candidate_skips_robust_policies_without_a_twin():
-    stress = _stress({"ppo-robust-a050": [99.0], "dqn-robust-a000": [1.0],
-                      "dqn-baseline-a000": [0.0]})
+    stress = _stress(
+        {"ppo-robust-a050": [99.0], "dqn-robust-a000": [1.0], "dqn-baseline-a000": [0.0]}
+    )
     assert choose_candidate(stress) == ("dqn-robust-a000", "dqn-baseline-a000")
     with pytest.raises(ValueError, match="no robust policy"):
         choose_candidate(_stress({"static-a000": [1.0]}))

@@ -19,10 +19,10 @@ from phantom_assets.simulate import (
     ALL_FORMATS,
     METADATA_DTYPE,
     SimulationParams,
-    atomic_write,
     simulate_to_incoming,
     write_exports,
 )
+from phantom_assets.storage import atomic_write
 
 KEY = ["sessionId", "ts", "eventName"]
 

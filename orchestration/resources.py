@@ -8,6 +8,8 @@ optional experiment tracking; without them nothing is sent and wandb is never im
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import sys
 from pathlib import Path
@@ -17,21 +19,32 @@ from dagster_dbt import DbtCliResource
 from dagster_duckdb import DuckDBResource
 
 from phantom_assets.assets.dbt_project import phantom_dbt_project
-from phantom_assets.config import DEFAULT_PROFILE, Settings, load_settings
+from phantom_assets.config import DEFAULT_PROFILE, Settings, load_settings, settings_from_dict
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 class StorageResource(dg.ConfigurableResource):
-    """The storage root and profile every asset reads and writes through."""
+    """The storage root and settings every asset reads and writes through.
+
+    `settings_json` (what `build_resources` passes) carries the complete settings, so a run
+    computes with exactly the settings its launcher resolved; without it the profile and optional
+    TOML file are loaded.
+    """
 
     data_dir: str
     profile: str = DEFAULT_PROFILE
     config_file: str | None = None
+    settings_json: str | None = None
 
     def settings(self) -> Settings:
-        """The typed settings for this root and profile."""
-        return load_settings(self.profile, Path(self.data_dir).resolve(), self.config_file)
+        """The typed settings of this resource, rooted at `data_dir`."""
+        root = Path(self.data_dir).resolve()
+        if self.settings_json:
+            return dataclasses.replace(
+                settings_from_dict(json.loads(self.settings_json)), data_dir=root
+            )
+        return load_settings(self.profile, root, self.config_file)
 
 
 class HubResource(dg.ConfigurableResource):
@@ -123,7 +136,7 @@ def build_resources(settings: Settings) -> dict[str, object]:
         "storage": StorageResource(
             data_dir=str(settings.data_dir.resolve()),
             profile=settings.profile,
-            config_file=os.environ.get("PHANTOM_CONFIG") or None,
+            settings_json=json.dumps(settings.as_dict(), sort_keys=True),
         ),
         "warehouse": DuckDBResource(database=str(settings.warehouse_path.resolve())),
         "hub": hub_from_env(),

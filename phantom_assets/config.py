@@ -204,3 +204,9 @@ def load_settings(
     if data_dir is not None:
         settings = dataclasses.replace(settings, data_dir=Path(data_dir))
     return settings
+
+
+def settings_from_dict(values: dict[str, Any]) -> Settings:
+    """Inverse of `Settings.as_dict` (validated like a config file)."""
+    values = dict(values)
+    return _apply(Settings(profile=values.pop("profile", DEFAULT_PROFILE)), values)

@@ -11,8 +11,11 @@ from tests.pipeline_helpers import MANIFEST, tiny_settings
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """`@dbt_assets` needs a manifest at import time; `make setup` makes it, plain pytest too."""
-    if not MANIFEST.exists():
+    """`@dbt_assets` needs a current manifest at import time; `make setup` makes it, plain pytest
+    too (again whenever a model or YAML file is newer than the manifest)."""
+    sources = [*MANIFEST.parents[1].glob("models/**/*"), *MANIFEST.parents[1].glob("*.yml")]
+    newest = max((p.stat().st_mtime for p in sources if p.is_file()), default=0.0)
+    if not MANIFEST.exists() or MANIFEST.stat().st_mtime < newest:
         from dbt.cli.main import dbtRunner
 
         result = dbtRunner().invoke(

@@ -265,7 +265,7 @@ def separability_report(context: dg.AssetExecutionContext, storage: StorageResou
     prefix = pl.read_parquet(folder / "prefix_scores.parquet")
     sessions = pl.concat(
         [
-            pl.read_parquet(labeled_sessions_path(lake, store, a)).select(list(SESSION_SCHEMA))
+            pl.read_parquet(labeled_sessions_path(lake, store, a)).select(*SESSION_SCHEMA, "experiment_id")
             for a in ACTORS
         ]
     ).cast(SESSION_SCHEMA)
@@ -310,6 +310,9 @@ REPORT_HEADLINE = (
     "u_statistic",
     "p_value",
     "p_method",
+    "mann_whitney_p",
+    "auc_null_mean",
+    "auc_corrected",
     "auc",
     "auc_ci_low",
     "auc_ci_high",

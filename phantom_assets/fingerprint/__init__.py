@@ -35,7 +35,11 @@ from phantom_assets.fingerprint.plots import (
     plot_prefix_curve,
     plot_roc,
 )
-from phantom_assets.fingerprint.refit_permutation import refit_permutation_pvalue
+from phantom_assets.fingerprint.refit_permutation import (
+    centred_pvalue,
+    refit_permutation_null,
+    refit_permutation_pvalue,
+)
 from phantom_assets.fingerprint.separability import (
     SeparabilityParams,
     SeparabilityReport,
@@ -79,6 +83,7 @@ __all__ = [
     "bench_fingerprint",
     "bootstrap_auc",
     "calibrate_out_of_fold",
+    "centred_pvalue",
     "divergences",
     "empty_rows",
     "encode_trajectories",
@@ -102,6 +107,7 @@ __all__ = [
     "prefix_scores",
     "probs_from_counts",
     "random_chain",
+    "refit_permutation_null",
     "refit_permutation_pvalue",
     "roc_curve",
     "sample_trajectories",

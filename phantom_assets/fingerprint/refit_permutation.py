@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 _CHUNK_CELLS = 8_000_000
 _CELLS = N_STATES * N_STATES
 
-__all__ = ["refit_permutation_pvalue"]
+__all__ = ["centred_pvalue", "refit_permutation_null", "refit_permutation_pvalue"]
 
 
 def _oof_aucs(labels: np.ndarray, data: dict[str, np.ndarray], k: int, kappa: float) -> np.ndarray:
@@ -59,15 +59,23 @@ def _oof_aucs(labels: np.ndarray, data: dict[str, np.ndarray], k: int, kappa: fl
     return u / (n_a * (n - n_a))
 
 
-def refit_permutation_pvalue(
+def refit_permutation_null(
     sessions: pl.DataFrame,
     *,
     k: int,
     kappa: float,
     n_permutations: int,
     rng: np.random.Generator,
-) -> tuple[float, float]:
-    """Two-sided p-value of ``|AUC − ½|`` with fold kernels refitted under each label permutation.
+) -> tuple[float, np.ndarray]:
+    """Observed out-of-fold AUC and its null distribution, refitting every fold kernel per draw.
+
+    The null is *not* centred on ½: out-of-fold scoring always scores a session with an own-class
+    kernel that lacks the session while the other class's kernel is complete, so under the null
+    each session looks a little like the other class and the AUC is biased below ½ -- strongly
+    for a small class. The permutation null reproduces exactly that bias.
+
+    Labels are permuted between whole experiments when ``sessions`` has an ``experiment_id``
+    column (a subject's sessions share task and habits, so only subjects are exchangeable).
 
     Args:
         sessions: Sessions frame; its labeled sessions (human/agent, folds in ``[0, k)``) are used.
@@ -77,7 +85,7 @@ def refit_permutation_pvalue(
         rng: Random generator.
 
     Returns:
-        ``(observed_auc, p_value)``; the observed AUC equals that of :func:`score_sessions`.
+        ``(observed_auc, null_aucs)``; the observed AUC equals that of :func:`score_sessions`.
     """
     if kappa <= 0:
         raise ValueError(f"the refit permutation test needs kappa > 0, got {kappa!r}")
@@ -101,10 +109,42 @@ def refit_permutation_pvalue(
     }
     observed = float(_oof_aucs(observed_labels[None, :], data, k, kappa)[0])
     chunk = max(1, _CHUNK_CELLS // max(keys.size, 2 * k * _CELLS))
-    extreme = 0
+    # Exchangeable units: whole experiments when known (one subject's sessions share a task and
+    # habits, so they are not exchangeable one by one), else single sessions.
+    unit = (
+        labeled["experiment_id"].fill_null(labeled["session_id"])
+        if "experiment_id" in labeled.columns
+        else labeled["session_id"]
+    )
+    unit_codes = unit.cast(pl.Categorical).to_physical().to_numpy().astype(np.int64)
+    _, first = np.unique(unit_codes, return_index=True)
+    unit_labels = observed_labels[first]
+    null = []
     for start in range(0, n_permutations, chunk):  # loop over permutation batches
         b = min(chunk, n_permutations - start)
-        labels = rng.permuted(np.broadcast_to(observed_labels, (b, labeled.height)), axis=1)
-        aucs = _oof_aucs(labels, data, k, kappa)
-        extreme += int(np.sum(np.abs(aucs - 0.5) >= abs(observed - 0.5) - 1e-12))
-    return observed, (1 + extreme) / (1 + n_permutations)
+        permuted = rng.permuted(np.broadcast_to(unit_labels, (b, unit_labels.size)), axis=1)
+        labels = permuted[:, np.searchsorted(np.unique(unit_codes), unit_codes)]
+        null.append(_oof_aucs(labels, data, k, kappa))
+    return observed, np.concatenate(null)
+
+
+def centred_pvalue(observed: float, null: np.ndarray) -> float:
+    """Two-sided permutation p of ``|AUC − c|``, c = the null's own mean (not ½; see above)."""
+    centre = float(null.mean())
+    extreme = int(np.sum(np.abs(null - centre) >= abs(observed - centre) - 1e-12))
+    return (1 + extreme) / (1 + null.size)
+
+
+def refit_permutation_pvalue(
+    sessions: pl.DataFrame,
+    *,
+    k: int,
+    kappa: float,
+    n_permutations: int,
+    rng: np.random.Generator,
+) -> tuple[float, float]:
+    """``(observed_auc, p_value)`` of the refit permutation test (see `refit_permutation_null`)."""
+    observed, null = refit_permutation_null(
+        sessions, k=k, kappa=kappa, n_permutations=n_permutations, rng=rng
+    )
+    return observed, centred_pvalue(observed, null)

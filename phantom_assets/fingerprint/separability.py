@@ -7,15 +7,28 @@ Honesty caveat: out-of-fold gaps are dependent (sessions of one fold share their
 the Mann–Whitney p-value, the fixed-gap permutation p-value and the bootstrap CI, which all treat
 gaps as independent, are somewhat anti-conservative. When ``sessions`` is given, ``permutation_p``
 is therefore the *refit* permutation test (:mod:`refit_permutation`), valid by construction; the
-fixed-gap version is kept as ``permutation_p_fixed_gaps``. Only labeled sessions (actor
-human/agent) enter; sessions whose gap is NaN (possible only with κ = 0) are dropped and counted
-(the refit test then falls back to the fixed-gap one).
+fixed-gap version is kept as ``permutation_p_fixed_gaps``.
+
+Bias: out-of-fold scoring is also biased *below* ½ under the null -- a session's own-class kernel
+always lacks that session while the other class's kernel is complete, so every session looks a
+little like the other class (strongly for a small class: AUC ≈ 0.29 with 19 agents vs 55 humans of
+identical behaviour). With the refit null available, the headline ``p_value`` is the refit
+permutation p (centred on the null's mean) and ``auc_ci_low``/``auc_ci_high`` are the bootstrap CI
+shifted by the null's bias (``auc_null_mean`` − ½); the raw Mann–Whitney p, raw CI and
+``auc_corrected`` are reported beside them. When ``sessions`` carries ``experiment_id``, both the
+permutations and the bootstrap move whole experiments (one subject's sessions are not independent),
+which is what keeps identical-behaviour data from looking separable. The CI is the wider of that
+bootstrap interval and the interval that inverts the centred refit permutation test (observed AUC ±
+the null's 95% quantile of |AUC − mean|, bias-corrected), since fold-shared kernels make gaps
+dependent and the bootstrap alone too narrow; so the CI excludes ½ only when the test rejects. Only
+labeled sessions (actor human/agent) enter; sessions whose gap is NaN (possible only with κ = 0)
+are dropped and counted (the refit test then falls back to the fixed-gap one).
 
 Kernel divergence: D(H‖A) = Σ_a π_H(a) · KL(T̂_H[a] ‖ T̂_A[a]) with π_H the human state-visit
-shares (source-row counts). Its null ("split-half") comes from random splits of the pooled
-labeled sessions into two groups *of the observed class sizes* (halves when n_H = n_A), refitted
-with the same κ: same-size groups make the null carry the same estimation noise as the observed
-value, which equal halves would not when the classes are unbalanced.
+shares (source-row counts). Its null ("split-half") comes from random splits of the pooled labeled
+sessions into two groups *of the observed class sizes* (halves when n_H = n_A), refitted with the
+same κ: same-size groups make the null carry the same estimation noise as the observed value, which
+equal halves would not when the classes are unbalanced.
 """
 
 from __future__ import annotations
@@ -31,7 +44,7 @@ import polars as pl
 from phantom_assets.constants import ACTORS, DEFAULT_FOLDS, DEFAULT_KAPPA, MIN_EVENTS_FOR_KERNEL
 from phantom_assets.fingerprint.encoding import N_STATES, encode_trajectories
 from phantom_assets.fingerprint.kernels import probs_from_counts
-from phantom_assets.fingerprint.refit_permutation import refit_permutation_pvalue
+from phantom_assets.fingerprint.refit_permutation import centred_pvalue, refit_permutation_null
 from phantom_assets.fingerprint.statistics import (
     EXACT_MAX_N,
     auc,
@@ -94,6 +107,11 @@ class SeparabilityReport:
     accuracy: float
     balanced_accuracy: float
     n_dropped_nan: int
+    mann_whitney_p: float | None = None
+    auc_null_mean: float | None = None
+    auc_corrected: float | None = None
+    auc_ci_raw_low: float | None = None
+    auc_ci_raw_high: float | None = None
     kernel_divergence: float | None = None
     kernel_divergence_null_mean: float | None = None
     kernel_divergence_null_q95: float | None = None
@@ -224,6 +242,16 @@ def prefix_curve(prefix: pl.DataFrame) -> tuple[dict[str, Any], ...]:
     return tuple(curve)
 
 
+def _experiment_groups(finite: pl.DataFrame, sessions: pl.DataFrame | None) -> np.ndarray | None:
+    """Experiment id per scored session (its own id when unknown), if `sessions` carries them."""
+    if sessions is None or "experiment_id" not in sessions.columns:
+        return None
+    joined = finite.select("session_id").join(
+        sessions.select("session_id", "experiment_id"), on="session_id", how="left"
+    )
+    return joined["experiment_id"].fill_null(joined["session_id"]).to_numpy()
+
+
 def separability_report(
     scores: pl.DataFrame,
     *,
@@ -251,33 +279,53 @@ def separability_report(
     is_agent = (finite["actor"] == ACTORS[1]).to_numpy()
     human, agent = gap[~is_agent], gap[is_agent]
     mw = mann_whitney(human, agent, params.exact_max_n)
-    boot = bootstrap_auc(human, agent, params.n_bootstrap, rng)
+    groups = _experiment_groups(finite, sessions)
+    boot = bootstrap_auc(
+        human, agent, params.n_bootstrap, rng,
+        human_groups=None if groups is None else groups[~is_agent],
+        agent_groups=None if groups is None else groups[is_agent],
+    )  # fmt: skip
     tail = (1.0 - params.confidence) / 2
     fixed_p = permutation_auc_pvalue(human, agent, params.n_permutations, rng)
-    method, permutation_p = "fixed_gaps", fixed_p
+    method, permutation_p, null_mean, half_width = "fixed_gaps", fixed_p, 0.5, 0.0
     if sessions is not None and params.kappa > 0 and finite.height == labeled.height:
-        _, permutation_p = refit_permutation_pvalue(
+        observed, null = refit_permutation_null(
             sessions,
             k=params.folds,
             kappa=params.kappa,
             n_permutations=params.n_permutations,
             rng=rng,
         )
-        method = "refit"
+        method, permutation_p, null_mean = (
+            "refit",
+            centred_pvalue(observed, null),
+            float(null.mean()),
+        )
+        # Inverts the centred permutation test: the interval holds 1/2 iff p >= 1 - confidence.
+        half_width = float(np.quantile(np.abs(null - null_mean), params.confidence))
+    # Out-of-fold AUCs are biased below 1/2 under the null (see refit_permutation_null); the
+    # headline p and CI are the calibrated ones, measured against the refit null, when available.
+    bias = null_mean - 0.5
+    raw_low, raw_high = float(np.quantile(boot, tail)), float(np.quantile(boot, 1.0 - tail))
     acc, bal = _accuracy(gap, is_agent)
     extra = _kernel_divergence_block(sessions, params, rng) if sessions is not None else {}
     return SeparabilityReport(
         n_human=int(human.size),
         n_agent=int(agent.size),
         u_statistic=mw.u_statistic,
-        p_value=mw.p_value,
-        p_method=mw.method,
+        p_value=permutation_p if method == "refit" else mw.p_value,
+        p_method="refit_permutation" if method == "refit" else mw.method,
         auc=mw.auc,
-        auc_ci_low=float(np.quantile(boot, tail)),
-        auc_ci_high=float(np.quantile(boot, 1.0 - tail)),
+        auc_ci_low=float(np.clip(min(raw_low, mw.auc - half_width) - bias, 0.0, 1.0)),
+        auc_ci_high=float(np.clip(max(raw_high, mw.auc + half_width) - bias, 0.0, 1.0)),
         permutation_p=permutation_p,
         permutation_method=method,
         permutation_p_fixed_gaps=fixed_p,
+        mann_whitney_p=mw.p_value,
+        auc_null_mean=null_mean,
+        auc_corrected=float(np.clip(mw.auc - bias, 0.0, 1.0)),
+        auc_ci_raw_low=raw_low,
+        auc_ci_raw_high=raw_high,
         accuracy=acc,
         balanced_accuracy=bal,
         n_dropped_nan=labeled.height - finite.height,

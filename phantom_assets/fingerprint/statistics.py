@@ -87,11 +87,33 @@ def _resample_counts(rng: np.random.Generator, b: int, n: int) -> np.ndarray:
     return np.bincount(draws.ravel(), minlength=b * n).reshape(b, n).astype(np.float64)
 
 
+def _group_index(groups: np.ndarray | None, n: int) -> tuple[np.ndarray, int]:
+    """Dense group code per session (each session its own group when ``groups`` is None)."""
+    if groups is None:
+        return np.arange(n), n
+    codes = np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
+    if codes.size != n:
+        raise ValueError(f"groups has {codes.size} entries for {n} sessions")
+    return codes, int(codes.max()) + 1
+
+
 def bootstrap_auc(
-    human: np.ndarray, agent: np.ndarray, n_draws: int, rng: np.random.Generator
+    human: np.ndarray,
+    agent: np.ndarray,
+    n_draws: int,
+    rng: np.random.Generator,
+    *,
+    human_groups: np.ndarray | None = None,
+    agent_groups: np.ndarray | None = None,
 ) -> np.ndarray:
-    """AUC of ``n_draws`` bootstrap resamples (sessions resampled with replacement within class)."""
+    """AUC of ``n_draws`` bootstrap resamples, drawn with replacement within class.
+
+    With ``*_groups`` (e.g. experiment ids) whole groups are resampled -- a cluster bootstrap, as
+    one subject's sessions are not independent draws; without them single sessions are.
+    """
     h, a = _samples(human, agent)
+    h_codes, n_h_groups = _group_index(human_groups, h.size)
+    a_codes, n_a_groups = _group_index(agent_groups, a.size)
     if n_draws < 1:
         raise ValueError(f"n_draws must be >= 1, got {n_draws!r}")
     order = np.argsort(h, kind="stable")
@@ -102,8 +124,8 @@ def bootstrap_auc(
     out = np.empty(n_draws)
     for start in range(0, n_draws, chunk):  # loop over bootstrap batches
         b = min(chunk, n_draws - start)
-        w_h = _resample_counts(rng, b, h.size)
-        w_a = _resample_counts(rng, b, a.size)
+        w_h = _resample_counts(rng, b, n_h_groups)[:, h_codes]
+        w_a = _resample_counts(rng, b, n_a_groups)[:, a_codes]
         out[start : start + b] = _weighted_auc(w_h[:, order], w_a, below_idx, upto_idx)
     return out
 

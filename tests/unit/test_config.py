@@ -42,3 +42,10 @@ def test_config_hash_ignores_the_storage_root_but_not_the_semantics(tmp_path: Pa
     assert a.config_hash == b.config_hash
     assert load_settings("study").config_hash != a.config_hash
     assert a.lake_dir == tmp_path / "a" / "lake"
+
+
+def test_settings_from_dict_inverts_as_dict(tmp_path: Path):
+    from phantom_assets.config import settings_from_dict
+
+    study = load_settings("study", data_dir=tmp_path)
+    assert settings_from_dict(study.as_dict()) == study

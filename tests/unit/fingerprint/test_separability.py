@@ -54,8 +54,11 @@ def test_in_sample_scoring_would_fail_the_honesty_check(same_chain_sessions: pl.
 
 def test_separability_report_detects_different_chains(separable_sessions: pl.DataFrame) -> None:
     report = _report(separable_sessions)
-    assert report.auc > 0.95 and report.auc_ci_low > 0.9
-    assert report.p_value < 1e-10 and report.permutation_method == "refit"
+    assert (
+        report.auc > 0.95 and report.auc_ci_low > 0.85
+    )  # null-width widening (see separability.py)
+    assert report.mann_whitney_p < 1e-10 and report.permutation_method == "refit"
+    assert report.p_value == report.permutation_p  # the calibrated p is the headline one
     assert report.permutation_p == 1 / (PARAMS.n_permutations + 1)
     assert report.kernel_divergence > report.kernel_divergence_null_q95
     assert report.accuracy > 0.85

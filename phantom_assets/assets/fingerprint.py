@@ -265,7 +265,9 @@ def separability_report(context: dg.AssetExecutionContext, storage: StorageResou
     prefix = pl.read_parquet(folder / "prefix_scores.parquet")
     sessions = pl.concat(
         [
-            pl.read_parquet(labeled_sessions_path(lake, store, a)).select(*SESSION_SCHEMA, "experiment_id")
+            pl.read_parquet(labeled_sessions_path(lake, store, a)).select(
+                *SESSION_SCHEMA, "experiment_id"
+            )
             for a in ACTORS
         ]
     ).cast(SESSION_SCHEMA)

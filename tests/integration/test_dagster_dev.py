@@ -149,3 +149,9 @@ def test_asset_graph_page_renders_the_main_assets_in_headless_chromium(dagster_d
     ).stdout
     for asset in ("raw_events", "transition_kernels", "divergence_scores", "separability_report"):
         assert asset in dom, f"{asset} is not on the rendered assets page"
+
+
+def test_the_ui_command_binds_the_webserver_to_localhost_only():
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    (ui_line,) = [line for line in makefile.splitlines() if "dagster dev" in line]
+    assert "-h 127.0.0.1" in ui_line

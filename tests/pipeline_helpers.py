@@ -9,6 +9,31 @@ from phantom_assets.config import Settings, SimulationConfig
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = REPO_ROOT / "dbt_project" / "target" / "manifest.json"
 
+# A `PHANTOM_CONFIG` file with budgets small enough for tests; every stage and tier still runs.
+TINY_CONFIG = """
+[simulation]
+seed = 7
+humans_per_store = 12
+agents_per_store = 4
+
+[fingerprint]
+bootstrap_draws = 200
+permutation_draws = 100
+
+[market]
+episode_steps = 12
+chain_bank_size = 400
+sessions_per_step = 40
+
+[training]
+timesteps = 96
+
+[evaluation]
+alphas = [0.0, 0.5, 1.0]
+episodes = 3
+bootstrap_draws = 200
+"""
+
 # Small enough for seconds-long pipelines, large enough for every store × actor cell to be filled.
 TINY_SIMULATION = SimulationConfig(seed=7, humans_per_store=12, agents_per_store=4)
 

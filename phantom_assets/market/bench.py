@@ -102,7 +102,9 @@ def demo_spec(seed: int = 0, config: MarketConfig | None = None, **overrides: An
         "robust_candidates": cfg.robust_candidates,
         "chain_bank_size": cfg.chain_bank_size,
         "episode_steps": cfg.episode_steps,
-        "info_value": 10.0,
+        # f_leak·N is the expected number of agent-like purchases; each one forgoes the COI
+        # premium of an anchor-priced sale (anchor − p_low), so that is what a unit of f_leak costs.
+        "info_value": cfg.sessions_per_step * float(anchor.mean() - MarketSpec.p_low),
         "cost_floor": 1.0,
         "eta_ux": 50.0,
         "supra_penalty": 20.0,

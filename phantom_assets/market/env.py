@@ -31,8 +31,12 @@ class PricingMarketEnv(gym.Env):
     with the fitted kernels). The true α is never observed (pitfall §10.3).
 
     ## Rewards
-    `profit − λ·f̄·info_value·B − η_ux·B·(volatility + ½·upward volatility)
-    − supra_penalty·B·supra_share` with `B = max(cost_floor, 1)`,
+    `profit − λ·f̄_buy·info_value·B − η_ux·B·(volatility + ½·upward volatility)
+    − supra_penalty·B·supra_share` with `B = max(cost_floor, 1)`, where f̄_buy = Σ f over the
+    sessions that buy / N: the detector-weighted share of transactions, i.e. the information
+    value that actually leaks (reported as `info["leakage"]`). Unlike the all-session f̄, it
+    depends on prices -- pricing above agents' valuations keeps them from buying at the floor --
+    so λ can steer a policy (the all-session f̄ of DESIGN §5 is the same for every action).
     `profit = Σ (p − p_low)·purchases`, volatility the mean relative price change |Δp|/anchor
     (upward: positive changes only), and supra_share the share of products priced above the
     competitive cap.
@@ -148,7 +152,7 @@ class PricingMarketEnv(gym.Env):
         draws = draw_step(self.np_random, spec.sessions_per_step, spec.n_products)
         out = evaluate_step(spec, self._banks, self._prices, self._candidates, draws)
         penalty = self._b * (
-            self.lam * out.f_mean * spec.info_value
+            self.lam * out.f_leak * spec.info_value
             + spec.eta_ux * (volatility + 0.5 * upward)
             + spec.supra_penalty * supra_share
         )
@@ -167,7 +171,7 @@ class PricingMarketEnv(gym.Env):
             "profit": profit,
             "purchases": n_bought,
             "coi_level": profit / n_bought if n_bought > 0 else 0.0,
-            "leakage": float(out.f_mean[k] * spec.info_value),
+            "leakage": float(out.f_leak[k] * spec.info_value),
             "f_mean": float(out.f_mean[k]),
             "volatility": volatility,
             "supra_share": supra_share,

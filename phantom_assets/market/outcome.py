@@ -26,12 +26,14 @@ class StepDraws:
     Attributes:
         u_agent: (N,) uniforms deciding which sessions are agents (u < α, or rank < ⌊Nα⌋).
         u_chain: (N,) uniforms picking a chain from the session's class bank.
-        z: (N, P) standard normals; valuation v = μ_Y + σ_Y·z.
+        z_session: (N,) standard normals, the session-level part of every valuation.
+        z: (N, P) standard normals; valuation v = μ_Y + σ_Y·(ρ·z_session + √(1−ρ²)·z).
         u_choice: (N,) uniforms for the inverse-CDF product choice ∝ max(0, v − p).
     """
 
     u_agent: np.ndarray
     u_chain: np.ndarray
+    z_session: np.ndarray
     z: np.ndarray
     u_choice: np.ndarray
 
@@ -45,7 +47,9 @@ class StepOutcome:
         purchases: (K, P) purchases per product.
         revenue: (K,) Σ p·purchases.
         profit: (K,) Σ (p − p_low)·purchases.
-        f_mean: (K,) mean detector score f̄ over all sampled sessions.
+        f_mean: (K,) mean detector score f̄ over all sampled sessions (what the shop observes).
+        f_leak: (K,) Σ f over the sessions that *buy*, divided by N: the information value that
+            leaks through transactions, the quantity the λ penalty prices (DESIGN §5 note).
         n_agents: (K,) number of agent sessions.
         n_choosing: (K,) sessions with positive surplus on some product (as float).
     """
@@ -55,6 +59,7 @@ class StepOutcome:
     revenue: np.ndarray
     profit: np.ndarray
     f_mean: np.ndarray
+    f_leak: np.ndarray
     n_agents: np.ndarray
     n_choosing: np.ndarray
 
@@ -66,6 +71,7 @@ def draw_step(rng: np.random.Generator, n_sessions: int, n_products: int) -> Ste
         u_chain=rng.random(n_sessions),
         z=rng.standard_normal((n_sessions, n_products)),
         u_choice=rng.random(n_sessions),
+        z_session=rng.standard_normal(n_sessions),
     )
 
 
@@ -87,22 +93,30 @@ def agent_mask(u_agent: np.ndarray, alphas: np.ndarray, mode: str) -> np.ndarray
 
 
 def _sessions_as(
-    mu: float, sigma: float, bank: ChainBank, draws: StepDraws, prices: np.ndarray
+    mu: float, sigma: float, rho: float, bank: ChainBank, draws: StepDraws, prices: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Every session's contribution if it were of this class: ((N, 2P + 1) counts, (N,) f).
+    """Every session's contribution if it were of this class: ((N, 2P + 2) counts, (N,) f).
 
-    Columns: demand weight on the chosen product (P), purchase of it (P), chose anything (1).
+    Columns: demand weight on the chosen product (P), purchase of it (P), chose anything (1),
+    detector score if it buys, else 0 (1).
     """
     n_sessions, n_products = draws.z.shape
     idx = np.minimum((draws.u_chain * bank.size).astype(np.int64), bank.size - 1)
-    surplus = np.maximum(mu + sigma * draws.z - prices, 0.0)  # (N, P)
+    z = rho * draws.z_session[:, None] + np.sqrt(1.0 - rho * rho) * draws.z  # N(0, 1) marginals
+    surplus = np.maximum(mu + sigma * z - prices, 0.0)  # (N, P)
     cum = np.cumsum(surplus, axis=1)
     threshold = draws.u_choice * cum[:, -1]
     choice = np.minimum((cum <= threshold[:, None]).sum(axis=1), n_products - 1)
     chooses = surplus[np.arange(n_sessions), choice] > 0.0
     onehot = (choice[:, None] == np.arange(n_products)) & chooses[:, None]
+    bought = onehot & bank.buys[idx][:, None]
     counts = np.concatenate(
-        [onehot * bank.weight[idx][:, None], onehot & bank.buys[idx][:, None], chooses[:, None]],
+        [
+            onehot * bank.weight[idx][:, None],
+            bought,
+            chooses[:, None],
+            (bank.f[idx] * bought.any(axis=1))[:, None],
+        ],
         axis=1,
         dtype=np.float64,
     )
@@ -123,7 +137,7 @@ def evaluate_step(
     demand -- never a uniform fallback, pitfall §10.2). A session buys its chosen product iff its
     chain `buys`. Under common random numbers a session's outcome depends on α only through its
     class, so both versions of every session are computed once and each candidate's totals are
-    `human totals + is_agent @ (agent − human)` (exact: the counts are multiples of 1/2).
+    `human totals + is_agent @ (agent − human)` (the counts are multiples of 1/2 and exact; the f column is a float sum).
 
     Args:
         spec: the market.
@@ -134,10 +148,11 @@ def evaluate_step(
     """
     n_products = prices.size
     is_agent = agent_mask(draws.u_agent, alphas, spec.agent_count_mode)  # (K, N)
-    counts_h, f_h = _sessions_as(spec.mu_human, spec.sigma_human, banks[0], draws, prices)
-    counts_a, f_a = _sessions_as(spec.mu_agent, spec.sigma_agent, banks[1], draws, prices)
+    rho = spec.valuation_correlation
+    counts_h, f_h = _sessions_as(spec.mu_human, spec.sigma_human, rho, banks[0], draws, prices)
+    counts_a, f_a = _sessions_as(spec.mu_agent, spec.sigma_agent, rho, banks[1], draws, prices)
     mask = is_agent.astype(np.float64)
-    totals = counts_h.sum(axis=0) + mask @ (counts_a - counts_h)  # (K, 2P + 1)
+    totals = counts_h.sum(axis=0) + mask @ (counts_a - counts_h)  # (K, 2P + 2)
     f_mean = (np.where(is_agent, f_a, f_h)).mean(axis=1)
     purchases = totals[:, n_products : 2 * n_products]
     return StepOutcome(
@@ -146,6 +161,7 @@ def evaluate_step(
         revenue=purchases @ prices,
         profit=purchases @ (prices - spec.p_low),
         f_mean=f_mean,
+        f_leak=totals[:, 2 * n_products + 1] / draws.u_agent.size,
         n_agents=is_agent.sum(axis=1),
         n_choosing=totals[:, 2 * n_products],
     )

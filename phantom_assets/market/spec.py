@@ -44,7 +44,11 @@ class MarketSpec:
         kernel_human: (S, S) human kernel over `states`, rows = sources, columns = destinations.
         kernel_agent: (S, S) agent kernel over `states`.
         anchor: (n_products,) anchor price per product; action levels scale it.
-        mu_human, sigma_human, mu_agent, sigma_agent: Normal valuation law per class.
+        mu_human, sigma_human, mu_agent, sigma_agent: Normal valuation law per class (marginal,
+            per product).
+        valuation_correlation: ρ, the loading of every valuation on a session-level willingness
+            to pay (two products' valuations of one session correlate with ρ²). With independent valuations
+            (ρ = 0) some of 10 products is almost always affordable, so demand ignores price.
         p_low, p_high: price bounds (p_low is the marginal cost / COI floor).
         competitive_cap: prices above it count as supra-competitive.
         price_levels: the action grid (price scale multipliers).
@@ -69,6 +73,7 @@ class MarketSpec:
     sigma_human: float = 25.0
     mu_agent: float = 100.0
     sigma_agent: float = 20.0
+    valuation_correlation: float = 0.8
     p_low: float = 50.0
     p_high: float = 150.0
     competitive_cap: float = 125.0
@@ -114,6 +119,7 @@ class MarketSpec:
             "competitive_cap": self.competitive_cap > 0,
             "price_levels": len(self.price_levels) >= 2 and min(self.price_levels) > 0,
             "smoothing": 0.0 <= self.smoothing < 1.0,
+            "valuation_correlation": 0.0 <= self.valuation_correlation < 1.0,
             "patience": self.patience >= 1,
             "sessions_per_step": self.sessions_per_step >= 1,
             "agent_count_mode": self.agent_count_mode in AGENT_COUNT_MODES,

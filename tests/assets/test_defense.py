@@ -32,30 +32,11 @@ from phantom_assets.config import Settings, load_settings
 from phantom_assets.evaluation import CURVE_SCHEMA, EPISODE_METRICS
 from phantom_assets.policies import HEURISTIC_TIERS, LEARNABLE_TIERS, MODES, parse_policy_key
 from phantom_assets.simulate import simulate_to_incoming
-from tests.pipeline_helpers import simulation_params
+from tests.pipeline_helpers import TINY_CONFIG, simulation_params
 
 STORE = "hotel"
 UPSTREAM = '+key:"market_simulators"'
 EVAL_ALPHAS = (0.0, 0.5, 1.0)
-TINY_CONFIG = """
-[simulation]
-seed = 7
-humans_per_store = 12
-agents_per_store = 4
-
-[market]
-episode_steps = 12
-chain_bank_size = 400
-sessions_per_step = 40
-
-[training]
-timesteps = 96
-
-[evaluation]
-alphas = [0.0, 0.5, 1.0]
-episodes = 3
-bootstrap_draws = 200
-"""
 TINY_TRAINING = {
     "net_arch": [8],
     "ppo_n_steps": 32,

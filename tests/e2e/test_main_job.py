@@ -11,32 +11,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.pipeline_helpers import REPO_ROOT
+from tests.pipeline_helpers import REPO_ROOT, TINY_CONFIG
 
 pytestmark = pytest.mark.e2e
 
-# The demo profile with budgets small enough for CI; every stage and tier still runs.
-TINY_CONFIG = """
-[simulation]
-humans_per_store = 12
-agents_per_store = 4
-
-[fingerprint]
-bootstrap_draws = 200
-permutation_draws = 100
-
-[market]
-episode_steps = 12
-chain_bank_size = 400
-sessions_per_step = 40
-
-[training]
-timesteps = 96
-
-[evaluation]
-episodes = 3
-bootstrap_draws = 200
-"""
 PHANTOM = str(Path(sys.executable).parent / "phantom")
 KERNEL = Path("lake/transition_kernels/store=hotel/actor=agent/kernel.parquet")
 

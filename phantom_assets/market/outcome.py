@@ -137,7 +137,7 @@ def evaluate_step(
     demand -- never a uniform fallback, pitfall §10.2). A session buys its chosen product iff its
     chain `buys`. Under common random numbers a session's outcome depends on α only through its
     class, so both versions of every session are computed once and each candidate's totals are
-    `human totals + is_agent @ (agent − human)` (the counts are multiples of 1/2 and exact; the f column is a float sum).
+    `human totals + is_agent @ (agent − human)` (counts are exact; the f column is a float sum).
 
     Args:
         spec: the market.

@@ -47,8 +47,8 @@ class MarketSpec:
         mu_human, sigma_human, mu_agent, sigma_agent: Normal valuation law per class (marginal,
             per product).
         valuation_correlation: ρ, the loading of every valuation on a session-level willingness
-            to pay (two products' valuations of one session correlate with ρ²). With independent valuations
-            (ρ = 0) some of 10 products is almost always affordable, so demand ignores price.
+            to pay (two products' valuations of one session correlate with ρ²). With independent
+            valuations (ρ = 0) one of 10 products is almost always affordable: demand ignores price.
         p_low, p_high: price bounds (p_low is the marginal cost / COI floor).
         competitive_cap: prices above it count as supra-competitive.
         price_levels: the action grid (price scale multipliers).

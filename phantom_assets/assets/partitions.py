@@ -51,22 +51,24 @@ store_alpha_partitions = dg.MultiPartitionsDefinition(
 )
 
 
-def store_actor_keys(context: dg.AssetExecutionContext) -> tuple[str, str]:
-    """(store, actor) of a store × actor partition."""
+def _dimensions(context: dg.AssetExecutionContext, second: str) -> tuple[str, str]:
+    """(store, <second>) of a store × <second> partition key."""
     key = context.partition_key
     if not isinstance(key, dg.MultiPartitionKey):
-        raise ValueError(f"expected a store × actor partition key, got {key!r}")
+        raise ValueError(f"expected a store × {second} partition key, got {key!r}")
     dims = key.keys_by_dimension
-    return dims["store"], dims["actor"]
+    return dims["store"], dims[second]
+
+
+def store_actor_keys(context: dg.AssetExecutionContext) -> tuple[str, str]:
+    """(store, actor) of a store × actor partition."""
+    return _dimensions(context, "actor")
 
 
 def store_alpha_keys(context: dg.AssetExecutionContext) -> tuple[str, float]:
     """(store, α) of a store × alpha partition."""
-    key = context.partition_key
-    if not isinstance(key, dg.MultiPartitionKey):
-        raise ValueError(f"expected a store × alpha partition key, got {key!r}")
-    dims = key.keys_by_dimension
-    return dims["store"], alpha_from_key(dims["alpha"])
+    store, alpha = _dimensions(context, "alpha")
+    return store, alpha_from_key(alpha)
 
 
 # The policy grid is the demo profile's tiers × training α (a constant, like `ALPHA_GRID`): a study
@@ -82,8 +84,5 @@ store_policy_partitions = dg.MultiPartitionsDefinition(
 
 def store_policy_keys(context: dg.AssetExecutionContext) -> tuple[str, PolicyKey]:
     """(store, parsed policy key) of a store × policy partition."""
-    key = context.partition_key
-    if not isinstance(key, dg.MultiPartitionKey):
-        raise ValueError(f"expected a store × policy partition key, got {key!r}")
-    dims = key.keys_by_dimension
-    return dims["store"], parse_policy_key(dims["policy"])
+    store, policy = _dimensions(context, "policy")
+    return store, parse_policy_key(policy)

@@ -6,6 +6,7 @@ import polars as pl
 import pytest
 
 from phantom_assets.storage import (
+    atomic_write,
     file_digest,
     partition_dir,
     read_partitions,
@@ -29,13 +30,29 @@ def test_write_parquet_atomic_is_deterministic_and_returns_the_file_digest(tmp_p
 
 
 def test_failed_write_leaves_neither_partial_file_nor_temp(tmp_path: Path):
-    target = tmp_path / "bad.json"
-    with pytest.raises(TypeError):
-        write_json_atomic(
-            {"x": object.__new__(type("Unserialisable", (), {"__str__": None}))}, target
-        )
-    assert not target.exists()
+    target = tmp_path / "bad.parquet"
+
+    def half_then_fail(handle) -> None:
+        handle.write(b"half a file")
+        raise RuntimeError("writer died")
+
+    with pytest.raises(RuntimeError, match="writer died"):
+        atomic_write(target, half_then_fail)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_failed_rewrite_keeps_the_previous_version(tmp_path: Path):
+    target = tmp_path / "kept.json"
+    write_json_atomic({"version": 1}, target)
+
+    def fail(handle) -> None:
+        handle.write(b'{"version": 2')
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write(target, fail)
+    assert '"version": 1' in target.read_text()
+    assert [p.name for p in tmp_path.iterdir()] == ["kept.json"]
 
 
 def test_remove_stale_temp_files_cleans_leftovers_of_killed_writers(tmp_path: Path):

@@ -6,14 +6,15 @@ import re
 
 import dagster as dg
 
-from phantom_assets.config import ContaminationConfig, TrainingConfig
+from orchestration.resources import settings_from_env
 from phantom_assets.constants import ACTORS, STORES
 from phantom_assets.policies import PolicyKey, parse_policy_key, policy_keys
 
 BATCH_PARTITIONS_NAME = "batch"
-# The α grid is the demo profile's (a constant, so the code location never reads the profile);
-# `alpha_key` / `alpha_from_key` accept any multiple of 0.01, so a study grid is a config change.
-ALPHA_GRID: tuple[float, ...] = ContaminationConfig().alphas
+# The grids come from the active profile (PHANTOM_PROFILE / PHANTOM_CONFIG, read by the resources
+# module): `demo` has α ∈ {0, 0.5, 1}, `study` the research grid {0, 0.1, …, 1}.
+_ACTIVE = settings_from_env()
+ALPHA_GRID: tuple[float, ...] = _ACTIVE.contamination.alphas
 _ALPHA_KEY = re.compile(r"^a(?P<hundredths>\d{3})$")
 
 batch_partitions = dg.DynamicPartitionsDefinition(name=BATCH_PARTITIONS_NAME)
@@ -71,10 +72,9 @@ def store_alpha_keys(context: dg.AssetExecutionContext) -> tuple[str, float]:
     return store, alpha_from_key(alpha)
 
 
-# The policy grid is the demo profile's tiers × training α (a constant, like `ALPHA_GRID`): a study
-# grid with other training α needs these keys changed here, not only a profile switch.
+# Tiers × training α of the active profile (heuristic tiers learn nothing from α: one key each).
 POLICY_GRID: tuple[str, ...] = tuple(
-    policy_keys(TrainingConfig().tiers, TrainingConfig().train_alphas)
+    policy_keys(_ACTIVE.training.tiers, _ACTIVE.training.train_alphas)
 )
 policy_partitions = dg.StaticPartitionsDefinition(list(POLICY_GRID))
 store_policy_partitions = dg.MultiPartitionsDefinition(

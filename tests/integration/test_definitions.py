@@ -1,5 +1,6 @@
 """The code location loads, every job resolves, and loading stays light."""
 
+import os
 import subprocess
 import sys
 
@@ -48,3 +49,16 @@ def test_loading_the_code_location_does_not_import_torch_or_wandb():
         [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == ""
+
+
+def test_the_study_profile_gets_the_research_partition_grids():
+    code = (
+        "import phantom_assets.assets.partitions as parts;"
+        "a, p = parts.alpha_partitions, parts.policy_partitions;"
+        "print(len(a.get_partition_keys()), len(p.get_partition_keys()))"
+    )
+    env = {**os.environ, "PHANTOM_PROFILE": "study"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    # 11 α values; static + surge, linear per training α, 4 RL tiers × 2 modes × 5 training α.
+    assert out.stdout.split() == ["11", str(2 + 5 + 4 * 2 * 5)]

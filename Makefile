@@ -9,7 +9,7 @@ export PHANTOM_DATA_DIR ?= $(CURDIR)/data
 export DBT_SEND_ANONYMOUS_USAGE_STATS := false
 export DO_NOT_TRACK := 1
 
-DBT_SOURCES := $(shell find dbt_project -name '*.sql' -o -name '*.yml' -not -path '*/target/*' 2>/dev/null)
+DBT_SOURCES := $(shell find dbt_project -path dbt_project/target -prune -o \( -name '*.sql' -o -name '*.yml' \) -print 2>/dev/null)
 
 .PHONY: setup run test ui lint bench
 .DEFAULT_GOAL := run

@@ -10,9 +10,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from phantom_assets.policies import parse_policy_key, policy_key
-
-ROBUST, BASELINE = "robust", "baseline"
+from phantom_assets.policies import baseline_twin
 
 
 def choose_candidate(stress: pl.DataFrame, metric: str = "reward") -> tuple[str, str]:
@@ -24,10 +22,7 @@ def choose_candidate(stress: pl.DataFrame, metric: str = "reward") -> tuple[str,
     means = stress.group_by("policy").agg(pl.col(metric).mean()).sort(metric, descending=True)
     present = set(means["policy"].to_list())
     for key in means["policy"].to_list():  # one iteration per policy, best first
-        parsed = parse_policy_key(key)
-        if parsed.mode != ROBUST:
-            continue
-        twin = policy_key(parsed.tier, BASELINE, parsed.alpha)
+        twin = baseline_twin(key)
         if twin in present:
             return key, twin
     raise ValueError(f"no robust policy with a baseline twin among {sorted(present)}")

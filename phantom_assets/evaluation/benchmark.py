@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from phantom_assets.evaluation.protocol import EPISODE_METRICS
-from phantom_assets.policies import parse_policy_key
+from phantom_assets.policies import baseline_twin, parse_policy_key
 
 CURVE_SCHEMA: dict[str, pl.DataType] = {
     "policy": pl.String(), "tier": pl.String(), "mode": pl.String(), "alpha": pl.Float64(),
@@ -183,9 +183,8 @@ def defended_vs_baseline(
     present = set(keys)
     frames = []
     for key in keys:  # loop over policies (a handful)
-        parsed = parse_policy_key(key)
-        twin = key.replace("-robust-", "-baseline-")
-        if parsed.mode == "robust" and twin in present:
+        twin = baseline_twin(key)
+        if twin in present:
             frames.append(paired_difference(evaluations, key, twin, rng, metrics, draws, level))
     if not frames:
         raise ValueError("no robust policy has a baseline twin in the evaluations")

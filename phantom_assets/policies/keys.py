@@ -84,6 +84,12 @@ def parse_policy_key(key: str) -> PolicyKey:
     return PolicyKey(tier, mode or HEURISTIC_MODE, alpha)
 
 
+def baseline_twin(key: str) -> str | None:
+    """The baseline-mode key of a robust policy (same tier and training α), else None."""
+    parsed = parse_policy_key(key)
+    return policy_key(parsed.tier, "baseline", parsed.alpha) if parsed.mode == "robust" else None
+
+
 def policy_keys(tiers: Sequence[str], train_alphas: Sequence[float]) -> list[str]:
     """The policy partition grid: every learnable tier × mode × α, heuristics × α.
 

@@ -49,3 +49,11 @@ def test_policy_keys_cover_the_grid_without_duplicating_alpha_free_heuristics():
     assert "ppo-robust-a050" in keys and "ppo-baseline-a000" in keys
     assert len(keys) == 1 + 1 + 2 + 4 * 2 * 2
     assert len(set(keys)) == len(keys)
+
+
+def test_baseline_twin_maps_robust_keys_only():
+    from phantom_assets.policies import baseline_twin
+
+    assert baseline_twin("ppo-robust-a030") == "ppo-baseline-a030"
+    assert baseline_twin("ppo-baseline-a030") is None
+    assert baseline_twin("static-a000") is None

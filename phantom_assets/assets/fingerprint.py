@@ -110,6 +110,18 @@ def labeled_sessions_path(lake: Path, store: str, actor: str) -> Path:
     return partition_dir(lake, "labeled_sessions", store=store, actor=actor) / "sessions.parquet"
 
 
+def read_labeled_sessions(lake: Path, store: str, *extra: str) -> pl.DataFrame:
+    """Both classes' labeled sessions of `store` in the scoring schema (plus `extra` columns)."""
+    return pl.concat(
+        [
+            pl.read_parquet(labeled_sessions_path(lake, store, actor)).select(
+                *SESSION_SCHEMA, *extra
+            )
+            for actor in ACTORS
+        ]
+    ).cast(SESSION_SCHEMA)
+
+
 def load_kernel_set(lake: Path, store: str, actor: str, kappa: float) -> KernelSet:
     folder = partition_dir(lake, "transition_kernels", store=store, actor=actor)
     folds = pl.read_parquet(folder / FOLD_KERNELS_FILE).partition_by("fold", maintain_order=True)
@@ -209,10 +221,9 @@ def divergence_scores(
         unlabeled = conn.execute(UNLABELED_SESSIONS_QUERY, {"store": store}).pl()
     sessions = pl.concat(
         [
-            pl.read_parquet(labeled_sessions_path(lake, store, actor)).select(list(SESSION_SCHEMA))
-            for actor in ACTORS
+            read_labeled_sessions(lake, store),
+            unlabeled.with_columns(fold=pl.lit(-1, pl.Int64)).select(list(SESSION_SCHEMA)),
         ]
-        + [unlabeled.with_columns(fold=pl.lit(-1, pl.Int64)).select(list(SESSION_SCHEMA))]
     ).cast(SESSION_SCHEMA)
     human, agent = (load_kernel_set(lake, store, actor, cfg.kappa) for actor in ACTORS)
     scores = score_sessions(sessions, human, agent, cfg.temperature)
@@ -263,14 +274,7 @@ def separability_report(context: dg.AssetExecutionContext, storage: StorageResou
     folder = partition_dir(lake, "divergence_scores", store=store)
     scores = pl.read_parquet(folder / "scores.parquet")
     prefix = pl.read_parquet(folder / "prefix_scores.parquet")
-    sessions = pl.concat(
-        [
-            pl.read_parquet(labeled_sessions_path(lake, store, a)).select(
-                *SESSION_SCHEMA, "experiment_id"
-            )
-            for a in ACTORS
-        ]
-    ).cast(SESSION_SCHEMA)
+    sessions = read_labeled_sessions(lake, store, "experiment_id")
     params = SeparabilityParams(
         n_bootstrap=cfg.bootstrap_draws,
         n_permutations=cfg.permutation_draws,

@@ -12,6 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from phantom_assets.calibration import STUDY_MODULES
 from phantom_assets.constants import STORES
 
 logger = logging.getLogger("phantom")
@@ -134,6 +135,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.target == "calibration":
+        from phantom_assets.calibration import run_studies
+
+        failed = 0
+        for result in run_studies(args.reps, args.seed or 0, args.studies or STUDY_MODULES):
+            sys.stdout.write(json.dumps(result.to_dict()) + "\n")
+            sys.stdout.flush()
+            failed += not result.holds
+        return 1 if failed else 0
     if args.target == "fingerprint":
         from phantom_assets.fingerprint.bench import bench_fingerprint
 
@@ -178,11 +188,19 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--partition", help="which recorded partition to replay (default: first)")
     audit.set_defaults(func=cmd_audit)
 
-    bench = sub.add_parser("bench", help="performance benchmarks (prints one JSON object)")
-    bench.add_argument("target", choices=["env", "fingerprint"])
+    bench = sub.add_parser(
+        "bench",
+        help="performance benchmarks (one JSON object); calibration: one JSON line per "
+        "procedure x layout, non-zero exit if any misses its level or coverage",
+    )
+    bench.add_argument("target", choices=["env", "fingerprint", "calibration"])
     bench.add_argument("--seed", type=int)
     bench.add_argument("--events", type=int, default=1_000_000, help="fingerprint corpus size")
     bench.add_argument("--steps", type=int, default=5_000, help="env steps per mode")
+    bench.add_argument("--reps", type=int, default=500, help="calibration replications")
+    bench.add_argument(
+        "--studies", nargs="+", choices=STUDY_MODULES, help="calibration studies (default: all)"
+    )
     bench.set_defaults(func=cmd_bench)
     return parser
 

@@ -85,13 +85,40 @@ class TrainingConfig:
 
 @dataclass(frozen=True)
 class EvaluationConfig:
-    """Evaluation protocol (DESIGN §5)."""
+    """Evaluation protocol (DESIGN §5) and the gate's disjoint seed sets (DESIGN §8).
+
+    Episode seeds `seed … seed+episodes−1` serve the curves and the gate's *selection*; the
+    held-out seeds `test_seed … test_seed+test_episodes−1` are used only to test the selected
+    candidate, so the two ranges must not overlap.
+    """
 
     alphas: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
     episodes: int = 8
+    test_episodes: int = 8
     stress_radius: float = 0.2
-    bootstrap_draws: int = 1000
     seed: int = 17
+    test_seed: int = 100_017
+    gate_candidates: int = 1
+
+    def __post_init__(self) -> None:
+        if self.episodes < 1 or self.test_episodes < 1 or self.gate_candidates < 1:
+            counts = (self.episodes, self.test_episodes, self.gate_candidates)
+            raise ValueError(f"episodes, test_episodes, gate_candidates must be >= 1: {counts}")
+        selection = range(self.seed, self.seed + self.episodes)
+        test = range(self.test_seed, self.test_seed + self.test_episodes)
+        if selection.start < test.stop and test.start < selection.stop:
+            raise ValueError(f"evaluation seeds {selection} and held-out test seeds {test} "
+                             f"overlap; move test_seed")  # fmt: skip
+
+    @property
+    def selection_seeds(self) -> tuple[int, ...]:
+        """Episode seeds of the curves and of the gate's selection."""
+        return tuple(range(self.seed, self.seed + self.episodes))
+
+    @property
+    def test_seeds(self) -> tuple[int, ...]:
+        """Held-out episode seeds, used only by the gate's test."""
+        return tuple(range(self.test_seed, self.test_seed + self.test_episodes))
 
 
 @dataclass(frozen=True)
@@ -154,7 +181,11 @@ _STUDY_OVERRIDES: dict[str, dict[str, Any]] = {
         "timesteps": 50_000,
         "seeds": (0, 1, 2),
     },
-    "evaluation": {"alphas": tuple(round(0.1 * i, 1) for i in range(11)), "episodes": 30},
+    "evaluation": {
+        "alphas": tuple(round(0.1 * i, 1) for i in range(11)),
+        "episodes": 30,
+        "test_episodes": 30,
+    },
 }
 
 

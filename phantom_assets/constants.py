@@ -138,3 +138,10 @@ CANONICAL_COLUMNS: Final[tuple[str, ...]] = (
     "actor",
     "label_source",
 )
+
+# --- evaluation splits (DESIGN §8) ---------------------------------------------------------------
+# Stress rows of the selection seeds choose the worst alpha and the gate's candidate; rows of the
+# held-out test seeds only test it.
+SELECTION_SPLIT: Final[str] = "selection"
+TEST_SPLIT: Final[str] = "test"
+STRESS_SPLITS: Final[tuple[str, ...]] = (SELECTION_SPLIT, TEST_SPLIT)

@@ -31,7 +31,7 @@ timesteps = 96
 [evaluation]
 alphas = [0.0, 0.5, 1.0]
 episodes = 3
-bootstrap_draws = 200
+test_episodes = 3
 """
 
 # Small enough for seconds-long pipelines, large enough for every store × actor cell to be filled.

@@ -9,13 +9,13 @@ from phantom_assets.assets.metadata import artifact_version, code_version_of
 from phantom_assets.assets.partitions import store_partitions
 from phantom_assets.audit import (
     CertificationReport,
-    choose_candidate,
     environment_snapshot,
     failed_blocking_checks,
-    paired_metric,
     promotion_gate,
+    rank_candidates,
     render_markdown,
 )
+from phantom_assets.policies import policy_key
 from phantom_assets.storage import partition_dir, read_partitions, write_bytes_atomic
 
 BY_STORE = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="store")
@@ -35,56 +35,70 @@ def certification_report(
     context: dg.AssetExecutionContext, storage: StorageResource
 ) -> dg.MaterializeResult:
     """Certificate for a store's best robust policy: its full lineage back to every raw batch
-    (data and code versions, runs, checks), the environment, and the promotion gate -- certified
-    only if every blocking check passed and it beats its baseline-mode twin on the stress metric
-    with a paired bootstrap CI that excludes zero."""
+    (data and code versions, runs, checks), the environment, and the promotion gate -- selected
+    on the selection seeds, certified only if every blocking check passed and, on held-out
+    episode seeds, it beats both its baseline twin and the static engine (exact sign-flip test,
+    Holm across candidates)."""
     store, settings = context.partition_key, storage.settings()
     stress = read_partitions(
         settings.lake_dir, "policy_evaluations", f"store={store}/policy=*/stress.parquet"
     )
     if stress is None:
         raise dg.Failure(f"no stress evaluations for store {store}: materialize policy_evaluations")
-    candidate, baseline = choose_candidate(stress, STRESS_METRIC)
+    static = policy_key("static", None, settings.training.train_alphas[0])
+    tested = rank_candidates(stress, static, STRESS_METRIC).head(
+        settings.evaluation.gate_candidates
+    )
     # The code location's graph (an in-process `materialize` has no repository on its context).
     from orchestration.definitions import defs
 
     graph = defs.resolve_asset_graph()
-    records = []
-    for policy in (candidate, baseline):
+    lineage = {}
+    for policy in sorted({*tested["policy"], *tested["twin"], static}):  # a handful of policies
         key = dg.MultiPartitionKey({"store": store, "policy": policy})
-        records += collect_lineage(context.instance, graph, dg.AssetKey("policy_evaluations"), key)
-    records = list({(r.asset, r.partition): r for r in records}.values())
-    failed = failed_blocking_checks(records)
-    decision = promotion_gate(
-        *paired_metric(stress, candidate, baseline, STRESS_METRIC),
-        checks_passed=not failed, failed_checks=tuple(failed), rng=np.random.default_rng(GATE_SEED),
-    )  # fmt: skip
+        lineage[policy] = collect_lineage(
+            context.instance, graph, dg.AssetKey("policy_evaluations"), key
+        )
+    failed = {row["policy"]: failed_blocking_checks(
+                  {(r.asset, r.partition): r for p in (row["policy"], row["twin"], static)
+                   for r in lineage[p]}.values())
+              for row in tested.iter_rows(named=True)}  # fmt: skip
+    decision = promotion_gate(stress, static=static, failed_checks=failed, metric=STRESS_METRIC,
+                              rng=np.random.default_rng(GATE_SEED),
+                              n_candidates=settings.evaluation.gate_candidates)  # fmt: skip
+    chosen = (decision.candidate, decision.baseline, static)
+    records = list({(r.asset, r.partition): r for p in chosen for r in lineage[p]}.values())
     report = CertificationReport(
-        store=store, policy=candidate, certified=decision.certified, reasons=decision.reasons,
-        records=tuple(records),
-        gate={**decision.to_dict(), "baseline": baseline, "metric": STRESS_METRIC},
+        store=store, policy=decision.candidate, certified=decision.certified,
+        reasons=decision.reasons, records=tuple(records), gate=decision.to_dict(),
         config=settings.as_dict(),
-        seeds={"gate": GATE_SEED, "evaluation": settings.evaluation.seed},
+        seeds={"gate": GATE_SEED, "selection": list(decision.selection_seeds),
+               "test": list(decision.test_seeds)},
         environment=environment_snapshot(REPO_ROOT),
     )  # fmt: skip
     folder = partition_dir(settings.lake_dir, "certification_report", store=store)
     write_bytes_atomic(report.to_json().encode(), folder / "report.json")
     write_bytes_atomic(render_markdown(report).encode(), folder / "report.md")
     version, artifacts = artifact_version(folder / "report.json", folder / "report.md")
-    context.log.info(
-        f"{store}: {candidate} {'CERTIFIED' if decision.certified else 'not certified'}"
-    )
+    context.log.info(f"{store}: {decision.candidate} "
+                     f"{'CERTIFIED' if decision.certified else 'not certified'}")  # fmt: skip
     return dg.MaterializeResult(
         data_version=version,
         metadata={
             **artifacts,
             "certified": decision.certified,
-            "policy": candidate,
-            "baseline": baseline,
+            "policy": decision.candidate,
+            "baseline": decision.baseline,
+            "static": static,
             "reasons": dg.MetadataValue.md("\n".join(f"- {r}" for r in decision.reasons)),
             "n_lineage_records": len(records),
+            "n_pairs": decision.n_pairs,
+            "selection_seeds": str(list(decision.selection_seeds)),
+            "test_seeds": str(list(decision.test_seeds)),
             "mean_diff": decision.mean_diff,
             "ci_low": decision.ci_low,
             "ci_high": decision.ci_high,
+            "p_value": decision.p_value,
+            "method": decision.method,
         },
     )

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import numpy as np
 import polars as pl
 
 from orchestration.resources import StorageResource
@@ -30,9 +29,11 @@ from phantom_assets.assets.partitions import (
     store_policy_partitions,
 )
 from phantom_assets.config import EvaluationConfig
-from phantom_assets.constants import STORES
+from phantom_assets.constants import SELECTION_SPLIT, TEST_SPLIT
 from phantom_assets.evaluation import (
+    CI_METHOD,
     EPISODE_METRICS,
+    REGRESSION_METHOD,
     defended_vs_baseline,
     evaluate_policy,
     plot_metric_vs_alpha,
@@ -66,8 +67,8 @@ REGRESSION_FILE, SUMMARY_FILE = "regression.json", "summary.md"
 STRESS_CANDIDATES = 3  # α0 − r, α0, α0 + r: the same candidates for every policy
 STRESS_PREFIX = "stress_"
 PLOT_METRICS = ("revenue", "coi_level", "leakage")
-PROTOCOL_CHECK = "nominal_runs_at_grid_alpha_with_common_seeds"
-CI_CHECK = "ci_contains_mean"
+PROTOCOL_CHECK = "runs_at_grid_alpha_with_common_and_held_out_seeds"
+UNIT_CHECK = "n_equals_episode_seeds"
 COMPLETE_CHECK = "every_policy_alpha_metric_present"
 
 
@@ -104,6 +105,7 @@ def evaluate_all(
                        .with_columns(tag))  # fmt: skip
         stress.extend(
             stress_evaluate(policy, spec, a0, cfg.stress_radius, cfg.episodes, cfg.seed,
+                            test_episodes=cfg.test_episodes, test_seed=cfg.test_seed,
                             candidates=STRESS_CANDIDATES).with_columns(tag)
             for a0 in cfg.alphas
         )  # fmt: skip
@@ -111,18 +113,26 @@ def evaluate_all(
     return pl.concat(nominal), pl.concat(stress), pl.concat(traces)
 
 
-def protocol_check(nominal: pl.DataFrame, cfg: EvaluationConfig) -> dg.AssetCheckResult:
-    """Every nominal step ran at its grid α, on the grid, with episode seeds seed … seed+E−1."""
+def protocol_check(
+    nominal: pl.DataFrame, stress: pl.DataFrame, cfg: EvaluationConfig
+) -> dg.AssetCheckResult:
+    """Every nominal step ran at its grid α, on the grid, with the selection seeds; every stress
+    α0 has exactly the selection seeds and the held-out test seeds, which are disjoint."""
     off_alpha = nominal.filter(pl.col("alpha_executed") != pl.col("alpha")).height
     seeds = nominal.group_by("alpha").agg(pl.col("seed").unique().sort())
-    expected = list(range(cfg.seed, cfg.seed + cfg.episodes))
-    common = all(s == expected for s in seeds["seed"].to_list())
+    common = all(s == list(cfg.selection_seeds) for s in seeds["seed"].to_list())
     on_grid = sorted(seeds["alpha"].to_list()) == sorted(float(a) for a in cfg.alphas)
+    split_seeds = stress.group_by("alpha0", "split").agg(pl.col("seed").unique().sort())
+    expected = {SELECTION_SPLIT: list(cfg.selection_seeds), TEST_SPLIT: list(cfg.test_seeds)}
+    held_out = split_seeds.height == 2 * len(cfg.alphas) and all(
+        seeds == expected[split] for split, seeds in split_seeds.select("split", "seed").rows()
+    )
     return dg.AssetCheckResult(
         check_name=PROTOCOL_CHECK,
-        passed=off_alpha == 0 and common and on_grid,
-        metadata={"rows_off_alpha": off_alpha, "common_seeds": common, "on_grid": on_grid},
-    )
+        passed=off_alpha == 0 and common and on_grid and held_out,
+        metadata={"rows_off_alpha": off_alpha, "common_seeds": common, "on_grid": on_grid,
+                  "held_out_seeds_disjoint_and_complete": held_out},
+    )  # fmt: skip
 
 
 def policy_labels(store: str, key: PolicyKey, record: dict[str, Any]) -> dict[str, Any]:
@@ -161,11 +171,12 @@ def policy_evaluations(context: dg.AssetExecutionContext, storage: StorageResour
         data_version=version,
         metadata=table_metadata(
             nominal, paths[0], **artifacts, alphas=str(list(cfg.alphas)), episodes=cfg.episodes,
-            seed=cfg.seed, stress_radius=cfg.stress_radius, stress_candidates=STRESS_CANDIDATES,
+            selection_seeds=str(list(cfg.selection_seeds)), test_seeds=str(list(cfg.test_seeds)),
+            stress_radius=cfg.stress_radius, stress_candidates=STRESS_CANDIDATES,
             mean_revenue_by_alpha=str([tuple(r) for r in means.rows()]),
         ),
     )  # fmt: skip
-    yield protocol_check(nominal, cfg)
+    yield protocol_check(nominal, frames[1], cfg)
 
 
 def load_evaluations(lake: Path, store: str) -> tuple[dict[str, pl.DataFrame], list[str]]:
@@ -183,33 +194,31 @@ def load_evaluations(lake: Path, store: str) -> tuple[dict[str, pl.DataFrame], l
 
 
 def stress_as_curves_input(stress: pl.DataFrame) -> pl.DataFrame:
-    """Stress rows keyed by their nominal α0, metrics renamed `stress_<metric>`."""
-    return stress.drop("alpha").rename(
+    """Selection-seed stress rows keyed by their nominal α0, metrics renamed `stress_<metric>`
+    (the held-out test seeds are the gate's alone)."""
+    selection = stress.filter(pl.col("split") == SELECTION_SPLIT).drop("split")
+    return selection.drop("alpha").rename(
         {"alpha0": "alpha", **{m: f"{STRESS_PREFIX}{m}" for m in EPISODE_METRICS}}
     )
 
 
 def benchmark_tables(
-    nominal: pl.DataFrame, stress: pl.DataFrame, rng: np.random.Generator, draws: int
+    nominal: pl.DataFrame, stress: pl.DataFrame
 ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, Any]]:
-    """Curves and paired differences (nominal and stress metrics) and the revenue regressions
-    (per policy, and pooled per mode with identical configurations counted once)."""
+    """Curves and paired differences (nominal and selection-seed stress metrics) and the revenue
+    regressions (per policy, and pooled per mode with identical configurations counted once),
+    every statistic over episode seeds with training seeds averaged first."""
     stressed = stress_as_curves_input(stress)
     stress_metrics = [f"{STRESS_PREFIX}{m}" for m in EPISODE_METRICS]
     curves = pl.concat(
-        [
-            benchmark_curves_of(nominal, rng, draws=draws),
-            benchmark_curves_of(stressed, rng, stress_metrics, draws=draws),
-        ]
+        [benchmark_curves_of(nominal), benchmark_curves_of(stressed, stress_metrics)]
     )
     differences = pl.concat(
-        [
-            defended_vs_baseline(nominal, rng, draws=draws),
-            defended_vs_baseline(stressed, rng, stress_metrics, draws=draws),
-        ]
+        [defended_vs_baseline(nominal), defended_vs_baseline(stressed, stress_metrics)]
     )
     regression = {
-        "metric": "revenue", "regressor": "alpha", "se": "CR1 clustered by episode seed",
+        "metric": "revenue", "regressor": "alpha", "method": REGRESSION_METHOD,
+        "ci_method": CI_METHOD,
         "by_policy": revenue_regression(nominal, by=("policy",)).to_dicts(),
         "by_mode": revenue_regression(nominal, by=("mode",)).to_dicts(),
     }  # fmt: skip
@@ -217,15 +226,20 @@ def benchmark_tables(
 
 
 def summary_markdown(store: str, regression: dict[str, Any], differences: pl.DataFrame) -> str:
-    """Regression slopes per policy and the defended − baseline revenue differences."""
-    lines = [f"# Benchmark {store}", "", "| policy | slope (revenue/α) | CR1 SE | n_obs |",
-             "|---|---:|---:|---:|"]  # fmt: skip
-    lines += [f"| {r['policy']} | {r['slope']:.1f} | {r['se_slope']:.1f} | {r['n_obs']} |"
+    """Regression slopes per policy (with clusters and t CI) and the defended − baseline revenue
+    differences over episode seeds."""
+    lines = [f"# Benchmark {store}", "", f"Regression: {regression['method']}", "",
+             "| policy | slope (revenue/α) | CR1 SE | 95% CI (t, G−1 df) | clusters (seeds) |",
+             "|---|---:|---:|---|---:|"]  # fmt: skip
+    lines += [f"| {r['policy']} | {r['slope']:.1f} | {r['se_slope']:.1f} | "
+              f"[{r['slope_ci_low']:.1f}, {r['slope_ci_high']:.1f}] | {r['n_clusters']} |"
               for r in regression["by_policy"]]  # fmt: skip
-    lines += ["", "| defended | baseline | α | Δ revenue | 95% CI |", "|---|---|---:|---:|---|"]
+    lines += ["", f"Paired differences: {regression['ci_method']}", "",
+              "| defended | baseline | α | Δ revenue | 95% CI | n seeds |",
+              "|---|---|---:|---:|---|---:|"]  # fmt: skip
     rows = differences.filter(pl.col("metric") == "revenue").iter_rows(named=True)
     lines += [f"| {r['defended']} | {r['baseline']} | {r['alpha']:g} | {r['mean']:.1f} | "
-              f"[{r['ci_low']:.1f}, {r['ci_high']:.1f}] |" for r in rows]  # fmt: skip
+              f"[{r['ci_low']:.1f}, {r['ci_high']:.1f}] | {r['n']} |" for r in rows]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -271,12 +285,18 @@ def benchmark_plots(
     return plots
 
 
-def curve_checks(curves: pl.DataFrame, expected: int) -> list[dg.AssetCheckResult]:
-    """CI brackets the mean everywhere; every policy × α × metric has a row."""
-    bad = curves.filter((pl.col("ci_low") > pl.col("mean") + 1e-9)
-                        | (pl.col("mean") > pl.col("ci_high") + 1e-9)).height  # fmt: skip
+def curve_checks(
+    curves: pl.DataFrame, differences: pl.DataFrame, episodes: int, expected: int
+) -> list[dg.AssetCheckResult]:
+    """Every curve and paired-difference row rests on exactly `episodes` independent episode
+    seeds (training seeds averaged within a seed: a cross-join or a seed left out fails it);
+    every policy × α × metric has a row."""
+    wrong_n = {name: frame.filter(pl.col("n") != episodes).height
+               for name, frame in (("curves", curves), ("differences", differences))}  # fmt: skip
     return [
-        dg.AssetCheckResult(check_name=CI_CHECK, passed=bad == 0, metadata={"violations": bad}),
+        dg.AssetCheckResult(check_name=UNIT_CHECK, passed=not any(wrong_n.values()),
+                            metadata={"episode_seeds": episodes,
+                                      **{f"{k}_rows_with_other_n": v for k, v in wrong_n.items()}}),
         dg.AssetCheckResult(check_name=COMPLETE_CHECK, passed=curves.height == expected,
                             severity=dg.AssetCheckSeverity.WARN,
                             metadata={"rows": curves.height, "expected": expected}),
@@ -290,24 +310,22 @@ def curve_checks(curves: pl.DataFrame, expected: int) -> list[dg.AssetCheckResul
     kinds={"python", "parquet", "matplotlib"},
     code_version=EVALUATION_CODE_VERSION,
     check_specs=[
-        dg.AssetCheckSpec(CI_CHECK, asset="benchmark_curves", blocking=True),
+        dg.AssetCheckSpec(UNIT_CHECK, asset="benchmark_curves", blocking=True),
         dg.AssetCheckSpec(COMPLETE_CHECK, asset="benchmark_curves", blocking=False),
     ],
 )
 def benchmark_curves(context: dg.AssetExecutionContext, storage: StorageResource):
-    """Benchmark of one store: metric vs α per policy with bootstrap 95% CIs (`curves.parquet`),
-    paired defended − baseline differences (`differences.parquet`), revenue-on-α OLS with
-    seed-clustered SEs (`regression.json`), a summary and plots."""
+    """Benchmark of one store: metric vs α per policy with Student-t 95% CIs over episode seeds,
+    training seeds averaged first (`curves.parquet`); paired defended − baseline differences
+    (`differences.parquet`); revenue-on-α OLS with seed-clustered SEs, cluster count and t CI
+    (`regression.json`); a summary and plots."""
     store, settings = context.partition_key, storage.settings()
     cfg, lake = settings.evaluation, settings.lake_dir
     frames, missing = load_evaluations(lake, store)
     if missing:
         context.log.warning(f"benchmark of {store} lacks evaluations of {missing}")
-    rng = np.random.default_rng([cfg.seed, STORES.index(store)])
     nominal = frames[NOMINAL_FILE]
-    curves, differences, regression = benchmark_tables(
-        nominal, frames[STRESS_FILE], rng, cfg.bootstrap_draws
-    )
+    curves, differences, regression = benchmark_tables(nominal, frames[STRESS_FILE])
     folder = partition_dir(lake, "benchmark_curves", store=store)
     paths = write_benchmark(folder, curves, differences, regression, store)
     version, artifacts = artifact_version(*paths)
@@ -318,4 +336,4 @@ def benchmark_curves(context: dg.AssetExecutionContext, storage: StorageResource
         metadata=table_metadata(curves, paths[0], **artifacts, missing_policies=str(missing),
                                 summary=dg.MetadataValue.md(paths[-1].read_text()), **plots),
     )  # fmt: skip
-    yield from curve_checks(curves, expected)
+    yield from curve_checks(curves, differences, cfg.episodes, expected)

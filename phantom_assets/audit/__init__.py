@@ -3,22 +3,24 @@
 Pure and Dagster-free; `orchestration.lineage.collect_lineage` fills the records from an instance.
 Typical use::
 
-    decision = promotion_gate(candidate, baseline, checks_passed=ok, rng=rng)
-    report = CertificationReport(store, policy, decision.certified, decision.reasons, records,
-                                 gate=decision.to_dict(), environment=environment_snapshot(root))
+    decision = promotion_gate(stress, static="static-a000", failed_checks={...}, rng=rng)
+    report = CertificationReport(store, decision.candidate, decision.certified, decision.reasons,
+                                 records, gate=decision.to_dict(),
+                                 environment=environment_snapshot(root))
     result = verify_records(CertificationReport.from_json(text).records)
     assert result.ok, result.first_mismatch
 """
 
-from phantom_assets.audit.candidates import choose_candidate, paired_metric
 from phantom_assets.audit.environment import environment_snapshot, git_state, package_versions
-from phantom_assets.audit.gate import GateDecision, paired_bootstrap_ci, promotion_gate
+from phantom_assets.audit.gate import GATE_METHOD, GateDecision, holm_adjust, promotion_gate
+from phantom_assets.audit.pairs import SeedValues, paired_differences, per_seed, rank_candidates
 from phantom_assets.audit.records import (
     ArtifactRecord,
     CertificationReport,
     failed_blocking_checks,
 )
 from phantom_assets.audit.render import render_markdown
+from phantom_assets.audit.sign_flip import SignFlipResult, sign_flip_test
 from phantom_assets.audit.verify import (
     Mismatch,
     VerificationResult,
@@ -27,20 +29,25 @@ from phantom_assets.audit.verify import (
 )
 
 __all__ = [
+    "GATE_METHOD",
     "ArtifactRecord",
     "CertificationReport",
     "GateDecision",
     "Mismatch",
+    "SeedValues",
+    "SignFlipResult",
     "VerificationResult",
-    "choose_candidate",
     "environment_snapshot",
     "failed_blocking_checks",
     "file_digests_of",
     "git_state",
+    "holm_adjust",
     "package_versions",
-    "paired_bootstrap_ci",
-    "paired_metric",
+    "paired_differences",
+    "per_seed",
     "promotion_gate",
+    "rank_candidates",
     "render_markdown",
+    "sign_flip_test",
     "verify_records",
 ]

@@ -13,7 +13,12 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-REPORT_FORMAT_VERSION = 1
+REPORT_FORMAT_VERSION = 2
+GATE_CONTRACT_KEYS: tuple[str, ...] = (
+    "candidate", "baseline", "n_pairs", "selection_seeds", "test_seeds", "ci_low", "ci_high",
+    "p_value", "method",
+)  # fmt: skip
+"""Gate numbers repeated at the top of `report.json` (DESIGN §12 contract)."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,7 @@ class CertificationReport:
             "format_version": REPORT_FORMAT_VERSION,
             "store": self.store,
             "policy": self.policy,
+            **{key: self.gate[key] for key in GATE_CONTRACT_KEYS if key in self.gate},
             "certified": self.certified,
             "reasons": list(self.reasons),
             "records": [record.to_dict() for record in self.records],

@@ -27,16 +27,27 @@ def _checks(record: ArtifactRecord) -> str:
     return summary if not failed else f"{summary}; FAILED: {', '.join(failed)}"
 
 
+def _number(value: object) -> str:
+    return f"{value:.6g}" if isinstance(value, float) else _cell(value)
+
+
 def _gate_lines(gate: dict[str, object]) -> list[str]:
     if not gate:
         return ["_no gate numbers recorded_"]
-    keys = ("mean_diff", "ci_low", "ci_high", "confidence", "n_pairs", "draws")
-    lines = ["| quantity | value |", "|---|---:|"]
-    for key in keys:
+    keys = ("candidate", "baseline", "static", "metric", "n_pairs", "unit", "p_value", "method")
+    lines = ["| quantity | value |", "|---|---|"]
+    lines += [f"| {key} | {_number(gate[key])} |" for key in keys if key in gate]
+    for key in ("selection_seeds", "test_seeds"):
         if key in gate:
-            value = gate[key]
-            text = f"{value:.6g}" if isinstance(value, float) else _cell(value)
-            lines.append(f"| {key} | {text} |")
+            lines.append(f"| {key} | {_cell(gate[key])} |")
+    comparisons = gate.get("comparisons") or []
+    if isinstance(comparisons, list) and comparisons:
+        lines += ["", "| vs | role | held-out pairs | mean diff | CI | one-sided p |",
+                  "|---|---|---:|---:|---|---:|"]  # fmt: skip
+        lines += [f"| {_cell(c.get('reference'))} | {_cell(c.get('role'))} | {_cell(c.get('n'))} "
+                  f"| {_number(c.get('mean_diff'))} | [{_number(c.get('ci_low'))}, "
+                  f"{_number(c.get('ci_high'))}] | {_number(c.get('p_value'))} |"
+                  for c in comparisons]  # fmt: skip
     return lines
 
 
@@ -83,7 +94,7 @@ def render_markdown(report: CertificationReport) -> str:
         "",
         *[f"- {reason}" for reason in report.reasons],
         "",
-        "## Promotion gate (candidate − baseline, paired by episode)",
+        "## Promotion gate (held-out episode seeds, paired)",
         "",
         *_gate_lines(report.gate),
         "",

@@ -1,15 +1,19 @@
 """The evaluation protocol, benchmark statistics and plots (DESIGN §5, evaluation / benchmark)."""
 
 from phantom_assets.evaluation.benchmark import (
+    CI_METHOD,
     CURVE_SCHEMA,
+    REGRESSION_METHOD,
     OlsResult,
     benchmark_curves,
-    bootstrap_mean_ci,
     cluster_ols,
     configuration_identity,
     defended_vs_baseline,
+    design_keys,
+    episode_seed_means,
     paired_difference,
     revenue_regression,
+    t_mean_ci,
     unique_configurations,
 )
 from phantom_assets.evaluation.plots import plot_metric_vs_alpha, plot_price_traces
@@ -27,16 +31,19 @@ from phantom_assets.evaluation.protocol import (
 )
 
 __all__ = [
+    "CI_METHOD",
     "CURVE_SCHEMA",
     "EPISODE_METRICS",
+    "REGRESSION_METHOD",
     "TRACE_COLUMNS",
     "OlsResult",
     "benchmark_curves",
-    "bootstrap_mean_ci",
     "cluster_ols",
     "configuration_identity",
     "defended_vs_baseline",
+    "design_keys",
     "episode_metrics",
+    "episode_seed_means",
     "evaluate_policy",
     "nominal_env",
     "paired_difference",
@@ -47,6 +54,7 @@ __all__ = [
     "run_episode",
     "stress_alphas",
     "stress_evaluate",
+    "t_mean_ci",
     "unique_configurations",
     "worst_case",
 ]

@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 import polars as pl
 
+from phantom_assets.constants import SELECTION_SPLIT, TEST_SPLIT
 from phantom_assets.market import MarketSpec, make_env
 from phantom_assets.policies import Policy
 
@@ -202,18 +203,34 @@ def stress_evaluate(
     episodes: int,
     seed: int,
     *,
+    test_episodes: int,
+    test_seed: int,
     candidates: int = 5,
     metric: str = "reward",
     max_steps: int | None = None,
 ) -> pl.DataFrame:
     """Worst case of the protocol over α ∈ [α0 − r, α0 + r] (same r for every policy).
 
-    Every candidate α is evaluated nominally with the same episode seeds; the returned rows are
-    those of the α with the lowest mean `metric`, with columns `alpha0, radius, worst_alpha`
-    added, so stress results stay paired by seed across policies.
+    Every candidate α is evaluated nominally on the selection seeds `seed …`; the worst α (lowest
+    mean `metric`) is chosen on them alone and the held-out seeds `test_seed …` are evaluated at
+    that α only, so the gate's test never sees a seed that chose anything (DESIGN §8). Rows carry
+    `split` ("selection" | "test"), `alpha0, radius, worst_alpha`, paired by seed across policies.
+
+    Raises:
+        ValueError: if the selection and test seed ranges overlap.
     """
+    if seed < test_seed + test_episodes and test_seed < seed + episodes:
+        raise ValueError(f"selection seeds from {seed} and test seeds from {test_seed} overlap")
     grid = stress_alphas(alpha0, radius, candidates)
     frame = evaluate_policy(policy, spec, grid.tolist(), episodes, seed, max_steps=max_steps)
-    return worst_case(frame, metric).with_columns(
-        pl.lit(float(alpha0)).alias("alpha0"), pl.lit(float(radius)).alias("radius")
-    )
+    selection = worst_case(frame, metric)
+    worst = float(selection["worst_alpha"][0])
+    test = evaluate_policy(policy, spec, [worst], test_episodes, test_seed, max_steps=max_steps)
+    return pl.concat(
+        [
+            selection.with_columns(pl.lit(SELECTION_SPLIT).alias("split")),
+            test.with_columns(
+                pl.lit(worst).alias("worst_alpha"), pl.lit(TEST_SPLIT).alias("split")
+            ),
+        ]
+    ).with_columns(pl.lit(float(alpha0)).alias("alpha0"), pl.lit(float(radius)).alias("radius"))

@@ -92,6 +92,16 @@ def agent_mask(u_agent: np.ndarray, alphas: np.ndarray, mode: str) -> np.ndarray
     raise ValueError(f"unknown agent_count_mode {mode!r}")
 
 
+def session_valuations(mu: float, sigma: float, rho: float, draws: StepDraws) -> np.ndarray:
+    """(N, P) valuations: N(μ, σ) per product, loading ρ on the session's willingness to pay.
+
+    z = ρ·z_session + √(1 − ρ²)·z keeps every product's marginal N(0, 1) while products of one
+    session correlate with ρ² (one affordable product no longer makes demand ignore price).
+    """
+    z = rho * draws.z_session[:, None] + np.sqrt(1.0 - rho * rho) * draws.z
+    return mu + sigma * z
+
+
 def _sessions_as(
     mu: float, sigma: float, rho: float, bank: ChainBank, draws: StepDraws, prices: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -102,8 +112,7 @@ def _sessions_as(
     """
     n_sessions, n_products = draws.z.shape
     idx = np.minimum((draws.u_chain * bank.size).astype(np.int64), bank.size - 1)
-    z = rho * draws.z_session[:, None] + np.sqrt(1.0 - rho * rho) * draws.z  # N(0, 1) marginals
-    surplus = np.maximum(mu + sigma * z - prices, 0.0)  # (N, P)
+    surplus = np.maximum(session_valuations(mu, sigma, rho, draws) - prices, 0.0)  # (N, P)
     cum = np.cumsum(surplus, axis=1)
     threshold = draws.u_choice * cum[:, -1]
     choice = np.minimum((cum <= threshold[:, None]).sum(axis=1), n_products - 1)

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
-import numpy as np
 import polars as pl
 import pytest
 
@@ -171,8 +170,8 @@ def test_every_asset_check_passed(built: Built):
     results = _check_results(built)
     assert set(results) == {
         "saved_policy_reloads_identically",
-        "nominal_runs_at_grid_alpha_with_common_seeds",
-        "ci_contains_mean",
+        "runs_at_grid_alpha_with_common_and_held_out_seeds",
+        "n_equals_episode_seeds",
         "every_policy_alpha_metric_present",
     }
     assert {name: all(passed) for name, passed in results.items()} == dict.fromkeys(results, True)
@@ -212,6 +211,7 @@ def test_benchmark_curves_cover_every_policy_alpha_and_metric_with_ordered_cis(b
     assert curves.height == len(expected)
     assert (curves["ci_low"] <= curves["mean"] + 1e-9).all()
     assert (curves["mean"] <= curves["ci_high"] + 1e-9).all()
+    assert set(curves["n"]) == {built.settings.evaluation.episodes}  # episode seeds, not rows
     differences = pl.read_parquet(folder / "differences.parquet")
     robust = {k for k in POLICY_GRID if "-robust-" in k}
     assert set(differences["defended"]) == robust
@@ -233,8 +233,7 @@ def test_duplicated_identical_runs_do_not_shrink_the_regression_standard_error(b
     doubled = pl.concat([nominal, nominal, copy])
 
     def se(frame: pl.DataFrame) -> dict[str, float]:
-        rng = np.random.default_rng(0)
-        _, _, regression = benchmark_tables(frame, stress, rng, 50)
+        _, _, regression = benchmark_tables(frame, stress)
         rows = regression["by_policy"] + regression["by_mode"]
         return {r.get("policy", r.get("mode")): r["se_slope"] for r in rows}
 

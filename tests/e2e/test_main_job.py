@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from phantom_assets.audit.records import GATE_CONTRACT_KEYS
 from tests.pipeline_helpers import REPO_ROOT, TINY_CONFIG
 
 pytestmark = pytest.mark.e2e
@@ -49,6 +51,20 @@ def test_main_job_completes_and_prints_the_summary(workspace):
         curves.columns
     )
     assert (data / "lake/certification_report/store=hotel/report.md").exists()
+
+
+def test_certification_report_pairs_held_out_episode_seeds_only(workspace):
+    data, _, run = workspace
+    assert run.returncode == 0, run.stderr[-4000:]
+    for store in ("hotel", "airline"):
+        report = json.loads(
+            (data / f"lake/certification_report/store={store}/report.json").read_text()
+        )
+        assert set(GATE_CONTRACT_KEYS) | {"certified", "reasons"} <= set(report)
+        assert report["n_pairs"] == len(report["test_seeds"]) == 3  # TINY_CONFIG test_episodes
+        assert set(report["selection_seeds"]).isdisjoint(report["test_seeds"])
+        assert [c["n"] for c in report["gate"]["comparisons"]] == [3, 3]
+        assert report["baseline"] == report["candidate"].replace("-robust-", "-baseline-")
 
 
 def test_audit_verifies_then_names_a_tampered_kernel_then_passes_once_restored(workspace):

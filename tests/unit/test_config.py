@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from phantom_assets.config import load_settings
+from phantom_assets.config import EvaluationConfig, load_settings
 
 
 def test_load_settings_demo_is_the_default_profile():
@@ -49,3 +49,18 @@ def test_settings_from_dict_inverts_as_dict(tmp_path: Path):
 
     study = load_settings("study", data_dir=tmp_path)
     assert settings_from_dict(study.as_dict()) == study
+
+
+def test_evaluation_config_keeps_selection_and_held_out_test_seeds_disjoint():
+    cfg = EvaluationConfig(episodes=8, seed=17, test_episodes=8, test_seed=100_017)
+    assert cfg.selection_seeds == tuple(range(17, 25))
+    assert cfg.test_seeds == tuple(range(100_017, 100_025))
+    with pytest.raises(ValueError, match="overlap"):
+        EvaluationConfig(episodes=8, seed=17, test_seed=20)
+    with pytest.raises(ValueError, match=">= 1"):
+        EvaluationConfig(test_episodes=0)
+
+
+def test_study_profile_holds_out_as_many_test_seeds_as_selection_seeds():
+    study = load_settings("study").evaluation
+    assert study.episodes == study.test_episodes == 30

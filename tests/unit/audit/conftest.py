@@ -67,7 +67,15 @@ def report(lineage: list[ArtifactRecord]) -> CertificationReport:
         certified=True,
         reasons=("certified: because",),
         records=tuple(lineage),
-        gate={"mean_diff": 1.5, "ci_low": 0.5, "ci_high": 2.5, "confidence": 0.95},
+        gate={
+            "candidate": "ppo-robust-a050", "baseline": "ppo-baseline-a050",
+            "static": "static-a000", "n_pairs": 8, "p_value": 0.0039,
+            "selection_seeds": list(range(17, 25)), "test_seeds": list(range(100, 108)),
+            "comparisons": [
+                {"reference": "ppo-baseline-a050", "role": "baseline twin", "n": 8,
+                 "mean_diff": 1.5, "ci_low": 0.5, "ci_high": 2.5, "p_value": 0.0039},
+            ],
+        },  # fmt: skip
         config={"profile": "demo", "alpha_grid": [0.0, 0.3]},
         seeds={"train": 7, "eval": [1, 2]},
         environment={"python": "3.11.9", "packages": {"numpy": "2.4.0"}, "git_revision": None},

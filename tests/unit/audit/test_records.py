@@ -17,7 +17,7 @@ def test_certification_report_json_round_trip_is_lossless(report):
 
 def test_certification_report_json_is_canonical(report):
     payload = json.loads(report.to_json())
-    assert payload["format_version"] == 1
+    assert payload["format_version"] == 2
     assert list(payload) == sorted(payload)
     assert payload["records"][1] == {
         "asset": "sessions",

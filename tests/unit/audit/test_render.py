@@ -31,7 +31,9 @@ def test_render_markdown_has_one_lineage_row_per_record(report):
 
 def test_render_markdown_shows_gate_numbers_seeds_and_environment(report):
     text = render_markdown(report)
-    assert "| ci_low | 0.5 |" in text and "| mean_diff | 1.5 |" in text
+    assert "| n_pairs | 8 |" in text and "| p_value | 0.0039 |" in text
+    assert "| ppo-baseline-a050 | baseline twin | 8 | 1.5 | [0.5, 2.5] | 0.0039 |" in text
+    assert "| test_seeds | [100, 101, 102, 103, 104, 105, 106, 107] |" in text
     assert "- `train`: 7" in text
     assert "- `numpy`: 2.4.0" in text
     assert "- `git_revision`: —" in text

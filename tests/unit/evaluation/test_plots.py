@@ -12,14 +12,14 @@ from phantom_assets.evaluation import benchmark_curves, plot_metric_vs_alpha, pl
 def test_plot_metric_vs_alpha_draws_one_line_per_policy(evaluations):
     from matplotlib.figure import Figure
 
-    curves = benchmark_curves(evaluations, np.random.default_rng(0), ["revenue"], draws=50)
+    curves = benchmark_curves(evaluations, ["revenue"])
     fig = plot_metric_vs_alpha(curves, "revenue")
     assert isinstance(fig, Figure)
     assert len(fig.axes[0].get_lines()) == 2
 
 
 def test_plot_metric_vs_alpha_rejects_an_unknown_metric(evaluations):
-    curves = benchmark_curves(evaluations, np.random.default_rng(0), ["revenue"], draws=50)
+    curves = benchmark_curves(evaluations, ["revenue"])
     with pytest.raises(ValueError, match="margin"):
         plot_metric_vs_alpha(curves, "margin")
 

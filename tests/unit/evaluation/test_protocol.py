@@ -90,14 +90,29 @@ def test_worst_case_keeps_the_rows_of_the_alpha_with_the_lowest_mean():
     assert worst["alpha"].to_list() == [0.4, 0.4] and worst["worst_alpha"][0] == 0.4
 
 
-def test_stress_evaluate_returns_the_worst_candidate_with_paired_seeds(spec):
+def test_stress_evaluate_picks_the_worst_alpha_on_selection_seeds_and_tests_it_on_held_out_ones(
+    spec,
+):
     policy = SurgePolicy(spec.n_actions)
-    stress = stress_evaluate(policy, spec, 0.5, 0.25, 2, seed=3, candidates=3)
+    stress = stress_evaluate(policy, spec, 0.5, 0.25, 2, seed=3, test_episodes=3, test_seed=50,
+                             candidates=3)  # fmt: skip
     full = evaluate_policy(policy, spec, [0.25, 0.5, 0.75], 2, seed=3)
-    means = full.group_by("alpha").agg(pl.col("reward").mean())
-    assert stress["reward"].mean() == pytest.approx(means["reward"].min())
-    assert stress["seed"].to_list() == [3, 4]
-    assert set(stress["radius"].to_list()) == {0.25}
+    means = full.group_by("alpha").agg(pl.col("reward").mean()).sort("reward", "alpha")
+    selection = stress.filter(pl.col("split") == "selection")
+    test = stress.filter(pl.col("split") == "test")
+    assert selection["reward"].mean() == pytest.approx(means["reward"][0])
+    assert selection["seed"].to_list() == [3, 4] and test["seed"].to_list() == [50, 51, 52]
+    worst = means["alpha"][0]
+    assert set(test["alpha"].to_list()) == {worst} == set(stress["worst_alpha"].to_list())
+    held_out = evaluate_policy(policy, spec, [worst], 3, seed=50)
+    assert test["reward"].to_list() == pytest.approx(held_out["reward"].to_list())
+    assert set(stress["radius"].to_list()) == {0.25} and set(stress["alpha0"].to_list()) == {0.5}
+
+
+def test_stress_evaluate_refuses_overlapping_seed_ranges(spec):
+    with pytest.raises(ValueError, match="overlap"):
+        stress_evaluate(SurgePolicy(spec.n_actions), spec, 0.5, 0.25, 4, seed=3,
+                        test_episodes=2, test_seed=6)  # fmt: skip
 
 
 def test_price_traces_follow_the_executed_prices(spec):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from phantom_assets.market import PricingMarketEnv, draw_step, evaluate_step
+from phantom_assets.market.outcome import session_valuations
 
 
 def _outcome(spec, prices, alpha=1.0, seed=4):
@@ -36,7 +37,20 @@ def test_the_observed_f_mean_does_not_depend_on_prices(spec):
 def test_correlated_valuations_keep_the_per_product_marginal_law(make_spec, rho):
     spec = make_spec(valuation_correlation=rho, sessions_per_step=20_000)
     draws = draw_step(np.random.default_rng(0), spec.sessions_per_step, spec.n_products)
-    z = rho * draws.z_session[:, None] + np.sqrt(1 - rho**2) * draws.z
-    assert z.mean() == pytest.approx(0.0, abs=0.02) and z.std() == pytest.approx(1.0, abs=0.02)
-    between_products = np.corrcoef(z[:, 0], z[:, 1])[0, 1]
+    values = session_valuations(spec.mu_human, spec.sigma_human, rho, draws)
+    assert values.shape == (spec.sessions_per_step, spec.n_products)
+    assert values.mean() == pytest.approx(spec.mu_human, abs=0.02 * spec.sigma_human)
+    assert values.std() == pytest.approx(spec.sigma_human, rel=0.02)
+    between_products = np.corrcoef(values[:, 0], values[:, 1])[0, 1]
     assert between_products == pytest.approx(rho**2, abs=0.03)
+
+
+def test_correlated_valuations_make_demand_respond_to_price(make_spec):
+    # Through evaluate_step: with rho = 0.8 one session's products are affordable together or
+    # not at all, so raising every price loses more buyers than with independent valuations.
+    def buyers(rho: float, scale: float) -> float:
+        spec = make_spec(valuation_correlation=rho, sessions_per_step=5_000)
+        return _outcome(spec, spec.anchor * scale, alpha=0.0).purchases.sum()
+
+    drop = {rho: 1 - buyers(rho, 1.3) / buyers(rho, 0.9) for rho in (0.0, 0.8)}
+    assert drop[0.8] > drop[0.0] + 0.05

@@ -11,10 +11,12 @@ from phantom_assets.audit import (
     CertificationReport,
     environment_snapshot,
     failed_blocking_checks,
+    per_seed,
     promotion_gate,
     rank_candidates,
     render_markdown,
 )
+from phantom_assets.constants import SELECTION_SPLIT
 from phantom_assets.policies import policy_key
 from phantom_assets.storage import partition_dir, read_partitions, write_bytes_atomic
 
@@ -46,9 +48,8 @@ def certification_report(
     if stress is None:
         raise dg.Failure(f"no stress evaluations for store {store}: materialize policy_evaluations")
     static = policy_key("static", None, settings.training.train_alphas[0])
-    tested = rank_candidates(stress, static, STRESS_METRIC).head(
-        settings.evaluation.gate_candidates
-    )
+    selection = per_seed(stress, STRESS_METRIC)[SELECTION_SPLIT]
+    tested = rank_candidates(selection, static).head(settings.evaluation.gate_candidates)
     # The code location's graph (an in-process `materialize` has no repository on its context).
     from orchestration.definitions import defs
 

@@ -4,6 +4,7 @@ Longer than the 250-line guide for asset modules because it holds four assets of
 their checks; every body still only loads, calls the pure `phantom_assets.fingerprint` and writes.
 """
 
+import json
 from pathlib import Path
 
 import dagster as dg
@@ -42,6 +43,7 @@ from phantom_assets.fingerprint import (
     score_sessions,
 )
 from phantom_assets.fingerprint import separability_report as separability_report_of
+from phantom_assets.fingerprint.calibration import ScoreCalibration, fit_score_calibration
 from phantom_assets.storage import (
     partition_dir,
     write_json_atomic,
@@ -185,6 +187,26 @@ def transition_kernels(context: dg.AssetExecutionContext, storage: StorageResour
         yield dg.AssetCheckResult(check_name=name, passed=bool(passed))
 
 
+CALIBRATION_FILE = "calibration.json"
+
+
+def score_calibration_of(scores: pl.DataFrame, method: str, temperature: float) -> ScoreCalibration:
+    """The store's f selection with the logistic fit on every labeled out-of-fold gap."""
+    return fit_score_calibration(
+        scores["gap"].to_numpy(),
+        (scores["actor"] == ACTORS[1]).to_numpy(),
+        scores["actor"].is_in(list(ACTORS)).to_numpy(),
+        method,
+        temperature,
+    )
+
+
+def load_score_calibration(lake: Path, store: str) -> ScoreCalibration:
+    """The `calibration.json` written beside a store's divergence scores."""
+    path = partition_dir(lake, "divergence_scores", store=store) / CALIBRATION_FILE
+    return ScoreCalibration.from_dict(json.loads(path.read_text()))
+
+
 UNLABELED_SESSIONS_QUERY = """
 select s.session_id, s.store, l.actor, s.n_events, s.trajectory
 from sessions s join session_labels l using (session_id)
@@ -213,8 +235,9 @@ def divergence_scores(
     context: dg.AssetExecutionContext, storage: StorageResource, warehouse: DuckDBResource
 ):
     """Δ_H, Δ_A, gap and agent probability f for every session of a store. Labeled sessions are
-    scored with the kernels fitted without their fold; unlabeled ones with the full kernels.
-    `prefix_scores.parquet` beside it holds f on the first 2, 3, … events."""
+    scored with the kernels fitted without their fold; unlabeled ones with the full kernels. `f` is
+    the probability `fingerprint.calibration` selects (both are kept); `calibration.json` holds the
+    choice and the logistic fit on all labeled sessions, `prefix_scores.parquet` f on prefixes."""
     store, settings = context.partition_key, storage.settings()
     cfg, lake = settings.fingerprint, settings.lake_dir
     with warehouse.get_connection() as conn:
@@ -226,13 +249,15 @@ def divergence_scores(
         ]
     ).cast(SESSION_SCHEMA)
     human, agent = (load_kernel_set(lake, store, actor, cfg.kappa) for actor in ACTORS)
-    scores = score_sessions(sessions, human, agent, cfg.temperature)
+    scores = score_sessions(sessions, human, agent, cfg.temperature, calibration=cfg.calibration)
+    calibration = score_calibration_of(scores, cfg.calibration, cfg.temperature)
     prefix = prefix_scores(sessions, human, agent, cfg.temperature, cfg.max_prefix)
     folder = partition_dir(lake, "divergence_scores", store=store)
     write_parquet_atomic(scores, folder / "scores.parquet")
     write_parquet_atomic(prefix, folder / "prefix_scores.parquet")
+    write_json_atomic(calibration.to_dict(), folder / CALIBRATION_FILE)
     version, artifacts = artifact_version(
-        folder / "scores.parquet", folder / "prefix_scores.parquet"
+        folder / "scores.parquet", folder / "prefix_scores.parquet", folder / CALIBRATION_FILE
     )
     f_ok = scores["f"].drop_nans().is_between(0.0, 1.0).all()
     yield dg.MaterializeResult(
@@ -244,6 +269,8 @@ def divergence_scores(
             n_unlabeled=unlabeled.height,
             temperature=cfg.temperature,
             calibration=cfg.calibration,
+            f_method=calibration.method,
+            logistic_coef=str(calibration.coef),
             mean_f_by_actor=str(
                 scores.group_by("actor").agg(pl.col("f").mean()).sort("actor").rows()
             ),
@@ -266,9 +293,10 @@ def divergence_scores(
     code_version=FINGERPRINT_CODE_VERSION,
 )
 def separability_report(context: dg.AssetExecutionContext, storage: StorageResource):
-    """How well the out-of-fold gap separates agents from humans in one store: Mann–Whitney U and
-    p, AUC with bootstrap CI, refit-permutation p, kernel divergence vs a split-half null and the
-    accuracy/AUC by prefix length (`report.json` + plots)."""
+    """How well the out-of-fold gap separates agents from humans in one store: AUC with a refit
+    experiment-cluster bootstrap CI, the experiment-level refit permutation p (one session per
+    experiment), descriptive Mann–Whitney U and p, kernel divergence with its experiment-level
+    permutation p and the accuracy/AUC by prefix length (`report.json` + plots)."""
     store, settings = context.partition_key, storage.settings()
     cfg, lake = settings.fingerprint, settings.lake_dir
     folder = partition_dir(lake, "divergence_scores", store=store)
@@ -286,7 +314,8 @@ def separability_report(context: dg.AssetExecutionContext, storage: StorageResou
         scores, rng=rng, params=params, sessions=sessions, prefix=prefix
     )
     out = partition_dir(lake, "separability_report", store=store)
-    write_json_atomic(report.to_dict(), out / "report.json")
+    payload = report.to_dict()
+    write_json_atomic(payload, out / "report.json")
     version, artifacts = artifact_version(out / "report.json")
     plots = settings.reports_dir / "separability_report"
     labeled = scores.filter(pl.col("actor").is_in(list(ACTORS)))
@@ -296,7 +325,7 @@ def separability_report(context: dg.AssetExecutionContext, storage: StorageResou
             "path": dg.MetadataValue.path(str(out / "report.json")),
             "seed": cfg.seed,
             **artifacts,
-            **{k: report.to_dict()[k] for k in REPORT_HEADLINE},
+            **{k: payload[k] for k in REPORT_HEADLINE},
             "gap_histograms": figure_markdown(
                 plot_gap_histograms(labeled), plots / f"{store}_gaps.png", "Gap by class"
             ),
@@ -314,14 +343,16 @@ REPORT_HEADLINE = (
     "n_human",
     "n_agent",
     "u_statistic",
+    "mann_whitney_p",
     "p_value",
     "p_method",
-    "mann_whitney_p",
-    "auc_null_mean",
-    "auc_corrected",
+    "p_floor",
+    "n_test_experiments",
     "auc",
     "auc_ci_low",
     "auc_ci_high",
-    "permutation_p",
-    "permutation_method",
+    "auc_ci_method",
+    "kernel_divergence",
+    "kernel_divergence_p",
+    "kernel_divergence_p_method",
 )

@@ -6,7 +6,7 @@ import dagster as dg
 import gymnasium as gym
 
 from orchestration.resources import StorageResource
-from phantom_assets.assets.fingerprint import BY_STORE, load_kernel_set
+from phantom_assets.assets.fingerprint import BY_STORE, load_kernel_set, load_score_calibration
 from phantom_assets.assets.metadata import code_version_of
 from phantom_assets.assets.partitions import store_partitions
 from phantom_assets.constants import ACTORS, STORES
@@ -59,7 +59,7 @@ def spec_markdown(spec: MarketSpec, half_width: float, w1: float) -> str:
 
 @dg.asset(
     partitions_def=store_partitions,
-    deps=[dg.AssetDep("transition_kernels", partition_mapping=BY_STORE)],
+    deps=[dg.AssetDep("transition_kernels", partition_mapping=BY_STORE), "divergence_scores"],
     group_name="market",
     kinds={"python", "numpy", "gymnasium"},
     code_version=MARKET_CODE_VERSION,
@@ -79,12 +79,14 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
     lake, kappa = settings.lake_dir, settings.fingerprint.kappa
     human, agent = (load_kernel_set(lake, store, actor, kappa).full for actor in ACTORS)
     anchor_seed = STORES.index(store)
+    calibration = load_score_calibration(lake, store)  # the f `fingerprint.calibration` selects
     spec = demo_spec(
         anchor_seed,
         config=settings.market,
         kernel_human=human.probs,
         kernel_agent=agent.probs,
-        temperature=settings.fingerprint.temperature,
+        f_intercept=calibration.linear_coef[0],
+        f_slope=calibration.linear_coef[1],
     )
     folder = market_dir(lake, store)
     paths = spec.save(folder)
@@ -95,6 +97,8 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
         metadata={
             "path": dg.MetadataValue.path(str(folder)),
             "alpha_half_width": half_width,
+            "f_method": calibration.method,
+            "f_coef": str(calibration.linear_coef),
             "w1_valuation": w1,
             "ambiguity_radius_w1": spec.ambiguity_radius_w1,
             "n_products": spec.n_products,

@@ -1,5 +1,12 @@
-"""Contamination generator G(α) and event-chain sampling (DESIGN §5)."""
+"""Contamination generator G(α), event-chain sampling and the debiased α̂ (DESIGN §5)."""
 
+from phantom_assets.contamination.alpha_hat import (
+    AlphaHat,
+    AlphaHatParams,
+    ClusterStats,
+    alpha_hat,
+    bootstrap_alpha,
+)
 from phantom_assets.contamination.chains import (
     PAD,
     InverseCdf,
@@ -18,18 +25,35 @@ from phantom_assets.contamination.generator import (
     n_synthetic,
     synthesize_agents,
 )
+from phantom_assets.contamination.scoring import (
+    REFERENCE_AGENTS,
+    calibrated_scorer,
+    dataset_alpha_hat,
+    labeled_alpha_hat,
+    reference_agent_f,
+)
 
 __all__ = [
     "OUTPUT_COLUMNS",
     "OUTPUT_SCHEMA",
     "PAD",
+    "REFERENCE_AGENTS",
+    "AlphaHat",
+    "AlphaHatParams",
+    "ClusterStats",
     "ContaminationParams",
     "InverseCdf",
+    "alpha_hat",
+    "bootstrap_alpha",
+    "calibrated_scorer",
     "contaminate",
+    "dataset_alpha_hat",
     "demand_proxy",
     "iter_transitions",
+    "labeled_alpha_hat",
     "mean_f_is_monotone",
     "n_synthetic",
+    "reference_agent_f",
     "sample_chains",
     "sampling_cdf",
     "synthesize_agents",

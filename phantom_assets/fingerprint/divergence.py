@@ -15,6 +15,10 @@ Leakage (DESIGN §10 pitfall 3): a labeled session in fold j is scored with both
 kernels (fitted without fold j); only unlabeled sessions (actor unknown) use the full kernels.
 With κ = 0 a transition the class never made has probability 0, so Δ can be +inf and the gap
 ±inf or NaN (both infinite); f follows (σ(±inf) = 1/0).
+
+Both agent probabilities are reported (`f_temperature` = σ(gap / T), `f_calibrated` = the
+out-of-fold logistic calibration); `f` is the one `calibration` selects, the f every downstream
+reader uses (DESIGN §5 "Calibrated agent probability").
 """
 
 from __future__ import annotations
@@ -26,7 +30,11 @@ import polars as pl
 from scipy.special import expit
 
 from phantom_assets.constants import ACTORS
-from phantom_assets.fingerprint.calibration import DEFAULT_RIDGE, calibrate_out_of_fold
+from phantom_assets.fingerprint.calibration import (
+    DEFAULT_RIDGE,
+    calibrate_out_of_fold,
+    validate_method,
+)
 from phantom_assets.fingerprint.encoding import N_STATES, Transitions, encode_trajectories
 from phantom_assets.fingerprint.sessions import KernelSet, validate_sessions
 
@@ -41,6 +49,7 @@ SCORE_COLUMNS = (
     "delta_a",
     "gap",
     "f",
+    "f_temperature",
     "f_calibrated",
     "fold",
 )
@@ -107,22 +116,29 @@ def score_sessions(
     agent: KernelSet,
     temperature: float,
     *,
+    calibration: str = "temperature",
     ridge: float = DEFAULT_RIDGE,
+    logistic: tuple[float, float] | None = None,
 ) -> pl.DataFrame:
-    """Score every session: Δ_H, Δ_A, gap, f = σ(gap / T) and the out-of-fold calibrated f.
+    """Score every session: Δ_H, Δ_A, gap, both agent probabilities and the selected f.
 
     Args:
         sessions: Sessions frame (contract in :mod:`phantom_assets.fingerprint.sessions`).
         human: Human :class:`KernelSet`.
         agent: Agent :class:`KernelSet` (same number of folds).
-        temperature: T > 0 of f = σ(gap / T).
+        temperature: T > 0 of f_temperature = σ(gap / T).
+        calibration: Which probability becomes ``f``: ``"temperature"`` or ``"logistic"``.
         ridge: Ridge penalty of the logistic calibration.
+        logistic: Stored logistic coefficients for the unlabeled sessions (e.g.
+            ``ScoreCalibration.coef``); fitted on the frame's labeled sessions when None.
 
     Returns:
-        One row per session with columns ``SCORE_COLUMNS``, in input order.
+        One row per session with columns ``SCORE_COLUMNS``, in input order; ``f`` equals
+        ``f_temperature`` or ``f_calibrated`` as ``calibration`` selects.
     """
     if not np.isfinite(temperature) or temperature <= 0:
         raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
+    validate_method(calibration)
     t, labeled, kernel_index, log_h, log_a = _context(sessions, human, agent)
     delta_h = divergences(t, log_h, kernel_index)
     delta_a = divergences(t, log_a, kernel_index)
@@ -131,12 +147,15 @@ def score_sessions(
         f = expit(gap / temperature)
     is_agent = (sessions["actor"] == ACTORS[1]).to_numpy()
     fold = sessions["fold"].to_numpy()
-    f_cal = calibrate_out_of_fold(gap, is_agent, fold, labeled, human.k, ridge=ridge)
+    f_cal = calibrate_out_of_fold(
+        gap, is_agent, fold, labeled, human.k, ridge=ridge, full_coef=logistic
+    )
     return sessions.select("session_id", "store", "actor", "n_events").with_columns(
         pl.Series("delta_h", delta_h, dtype=pl.Float64),
         pl.Series("delta_a", delta_a, dtype=pl.Float64),
         pl.Series("gap", gap, dtype=pl.Float64),
-        pl.Series("f", f, dtype=pl.Float64),
+        pl.Series("f", f_cal if calibration == "logistic" else f, dtype=pl.Float64),
+        pl.Series("f_temperature", f, dtype=pl.Float64),
         pl.Series("f_calibrated", f_cal, dtype=pl.Float64),
         sessions["fold"],
     )

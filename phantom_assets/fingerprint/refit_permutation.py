@@ -1,150 +1,209 @@
-"""Permutation test that re-runs the cross-fitting for every label permutation.
+"""Experiment-level refit permutation tests of separability (DESIGN §5 "Separability report").
 
-Why: out-of-fold gaps are not independent -- every session of fold j is scored with the same pair
-of fold-j kernels, and each session's counts enter the kernels of the other folds. A Mann–Whitney
-or label-permutation test on *fixed* gaps ignores that dependence and is anti-conservative (with
-150 + 150 sessions from one chain and 5 folds, about 15% of p-values fall below 0.05). Permuting
-the actor labels and *refitting* the fold kernels for each permutation reproduces the whole
-procedure under the null, so its p-value is valid by construction.
+Why a test sample. Sessions of one experiment share a subject's habits (they are clustered), and
+the number of sessions per experiment differs by class (an agent splits a task into several
+sessions). Permuting labels between whole experiments of different sizes changes each class's
+session count, and the out-of-fold AUC's null distribution depends on that count, so experiments
+of the full data are *not* exchangeable (size reveals the label). The tests therefore run on a
+**test sample of exactly one session per labeled experiment**, picked without looking at the data:
+the sessions of an experiment are ordered by session id and the one at position
+``(stable_hash64(experiment_id) >> 32) mod n_sessions`` is taken (the high bits, so the pick is
+unrelated to the fold, which uses the low bits; ineligible, too-short sessions are included: they
+are scored but fit no kernel, as in the pipeline). Under the null
 
-Vectorized: per-session sparse (session, src·S+dst) counts are built once; a batch of B
-permutations is one bincount into ``(B, class, fold, S, S)`` counts, one smoothing, one gather of
-per-transition log-likelihood ratios and one row-wise ranking.
+    H0: the hash-picked session of an experiment has the same law in both classes,
+
+which holds whenever human and agent sessions follow one trajectory law, with or without subject
+effects and whatever the sessions-per-experiment layout, the test sample is i.i.d. across
+experiments. Labels are permuted between its sessions (= experiments) **within folds**: each
+fold keeps its observed numbers of humans and agents, so the observed labelling and every
+permutation share the fold design and the test is exact conditional on it (permuting across folds
+would mix in fold compositions the observed statistic never had).
+
+Statistics, recomputed for every permutation by refitting the fold kernels (batched sparse
+products, see :mod:`refit_core`):
+
+* AUC of the out-of-fold gaps. Under H0 it is not centred on ½: folds with more agents score with
+  a noisier held-out agent kernel, which pushes their sessions towards "human", so the AUC sits
+  below ½ by an amount that depends on the class sizes and fold composition. The p is two-sided
+  around the centre c = mean of the observed and permuted AUCs (a symmetric function of all B + 1
+  values, which keeps the Monte Carlo test exact): ``p = (1 + #{|AUC_π − c| >= |AUC − c|}) /
+  (B + 1)``.
+* Kernel divergence D(H‖A) of the class kernels (same κ), one-sided (large = different).
+
+The smallest attainable p is ``1 / (B + 1)`` (reported as ``p_floor``).
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import numpy as np
-import polars as pl
-from scipy.stats import rankdata
 
-from phantom_assets.constants import ACTORS, MIN_EVENTS_FOR_KERNEL
-from phantom_assets.fingerprint.encoding import N_STATES, encode_trajectories
-from phantom_assets.fingerprint.kernels import probs_from_counts
-from phantom_assets.fingerprint.sessions import validate_sessions
+from phantom_assets.fingerprint.kernel_divergence import kernel_divergence
+from phantom_assets.fingerprint.refit_core import (
+    SessionCounts,
+    batch_size,
+    class_totals,
+    fold_counts,
+    oof_aucs,
+    oof_gaps,
+)
+from phantom_assets.fingerprint.statistics import weighted_row_auc
 
 logger = logging.getLogger(__name__)
 
-_CHUNK_CELLS = 8_000_000
-_CELLS = N_STATES * N_STATES
+P_METHOD = "refit_permutation_one_session_per_experiment_within_folds"
+KERNEL_DIVERGENCE_P_METHOD = "refit_permutation_one_session_per_experiment_within_folds_upper"
+_TOLERANCE = 1e-12  # float ties between observed and permuted statistics count as extreme
 
-__all__ = ["centred_pvalue", "refit_permutation_null", "refit_permutation_pvalue"]
-
-
-def _oof_aucs(labels: np.ndarray, data: dict[str, np.ndarray], k: int, kappa: float) -> np.ndarray:
-    """AUC of the out-of-fold gaps for each row of ``labels`` ((B, n) 0 = human, 1 = agent)."""
-    b, n = labels.shape
-    sess, pair, count, fold = data["session"], data["pair"], data["count"], data["fold"]
-    fit_weight = count * data["eligible"][sess]
-    rows = np.arange(b)[:, None]
-    key = ((rows * 2 + labels[:, sess]) * k + fold[sess]) * _CELLS + pair
-    per_fold = np.bincount(
-        key.ravel(),
-        weights=np.broadcast_to(fit_weight, key.shape).ravel(),
-        minlength=b * 2 * k * _CELLS,
-    ).reshape(b, 2, k, N_STATES, N_STATES)
-    held_out = per_fold.sum(axis=2, keepdims=True) - per_fold
-    with np.errstate(divide="ignore", invalid="ignore"):  # the <start> column is never used
-        log_probs = np.log(probs_from_counts(held_out, kappa)).reshape(b, 2, k, _CELLS)
-        llr = log_probs[:, 1] - log_probs[:, 0]  # (B, k, S*S): log P_A - log P_H per fold
-    terms = llr[rows, fold[sess][None, :], pair[None, :]] * count
-    gap_key = rows * n + sess[None, :]
-    gaps = np.bincount(gap_key.ravel(), weights=terms.ravel(), minlength=b * n).reshape(b, n)
-    gaps /= data["n_transitions"][None, :]
-    ranks = rankdata(gaps, axis=1)
-    n_a = labels.sum(axis=1)
-    u = (ranks * labels).sum(axis=1) - n_a * (n_a + 1) / 2
-    return u / (n_a * (n - n_a))
+__all__ = [
+    "KERNEL_DIVERGENCE_P_METHOD",
+    "P_METHOD",
+    "PermutationTest",
+    "centred_pvalue",
+    "experiment_permutation_test",
+    "observed_auc",
+    "one_session_per_experiment",
+    "permute_within_folds",
+    "upper_pvalue",
+]
 
 
-def refit_permutation_null(
-    sessions: pl.DataFrame,
-    *,
-    k: int,
-    kappa: float,
-    n_permutations: int,
-    rng: np.random.Generator,
-) -> tuple[float, np.ndarray]:
-    """Observed out-of-fold AUC and its null distribution, refitting every fold kernel per draw.
+@dataclass(frozen=True, eq=False)
+class PermutationTest:
+    """Observed statistics of the test sample and their permutation nulls.
 
-    The null is *not* centred on ½: out-of-fold scoring always scores a session with an own-class
-    kernel that lacks the session while the other class's kernel is complete, so under the null
-    each session looks a little like the other class and the AUC is biased below ½ -- strongly
-    for a small class. The permutation null reproduces exactly that bias.
+    Attributes:
+        auc: Out-of-fold AUC of the test sample.
+        auc_null: AUC of each permutation.
+        divergence: Kernel divergence D(H‖A) of the test sample.
+        divergence_null: D of each permutation.
+        n_test_human: Human experiments (= sessions) in the test sample.
+        n_test_agent: Agent experiments (= sessions) in the test sample.
+    """
 
-    Labels are permuted between whole experiments when ``sessions`` has an ``experiment_id``
-    column (a subject's sessions share task and habits, so only subjects are exchangeable).
+    auc: float
+    auc_null: np.ndarray
+    divergence: float
+    divergence_null: np.ndarray
+    n_test_human: int
+    n_test_agent: int
+
+    @property
+    def auc_p(self) -> float:
+        """Two-sided p of the AUC around the permutation centre (:func:`centred_pvalue`)."""
+        return centred_pvalue(self.auc, self.auc_null)
+
+    @property
+    def divergence_p(self) -> float:
+        """One-sided p of the kernel divergence (:func:`upper_pvalue`)."""
+        return upper_pvalue(self.divergence, self.divergence_null)
+
+    @property
+    def p_floor(self) -> float:
+        """Smallest attainable p, ``1 / (B + 1)``."""
+        return 1.0 / (self.auc_null.size + 1)
+
+
+def one_session_per_experiment(experiment: np.ndarray, experiment_hash: np.ndarray) -> np.ndarray:
+    """Index of the hash-picked session of each experiment (experiments in code order).
+
+    Within an experiment, sessions keep their order in ``experiment`` (callers order them by
+    session id); the pick is position ``(experiment_hash[e] >> 32) mod n_sessions(e)``.
+    """
+    experiment = np.asarray(experiment, dtype=np.int64)
+    sizes = np.bincount(experiment, minlength=experiment_hash.size)
+    present = np.flatnonzero(sizes)
+    order = np.argsort(experiment, kind="stable")
+    starts = np.cumsum(sizes) - sizes
+    high = np.asarray(experiment_hash, dtype=np.uint64)[present] >> np.uint64(32)
+    offset = (high % sizes[present].astype(np.uint64)).astype(np.int64)
+    return order[starts[present] + offset]
+
+
+def centred_pvalue(observed: float, null: np.ndarray) -> float:
+    """Two-sided permutation p of ``|AUC − c|``, c = mean of the observed and null AUCs."""
+    null = np.asarray(null, dtype=np.float64)
+    centre = (float(null.sum()) + observed) / (null.size + 1)
+    extreme = int(np.sum(np.abs(null - centre) >= abs(observed - centre) - _TOLERANCE))
+    return (1 + extreme) / (1 + null.size)
+
+
+def upper_pvalue(observed: float, null: np.ndarray) -> float:
+    """One-sided permutation p, ``(1 + #{null >= observed}) / (B + 1)``."""
+    null = np.asarray(null, dtype=np.float64)
+    return (1 + int(np.sum(null >= observed - _TOLERANCE))) / (1 + null.size)
+
+
+def permute_within_folds(
+    labels: np.ndarray, fold: np.ndarray, n_rows: int, rng: np.random.Generator
+) -> np.ndarray:
+    """``(n_rows, n)`` random permutations of ``labels``, each moving labels only within a fold."""
+    n = labels.size
+    slots = np.argsort(fold[None, :] + rng.random((n_rows, n)), axis=1)  # random order per fold
+    grouped = labels[np.argsort(fold, kind="stable")]  # the same fold blocks, observed order
+    out = np.empty((n_rows, n), dtype=labels.dtype)
+    np.put_along_axis(out, slots, np.broadcast_to(grouped, (n_rows, n)), axis=1)
+    return out
+
+
+def _statistics(
+    data: SessionCounts, labels: np.ndarray, kappa: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(auc, divergence)`` per label row, both from one batched kernel refit."""
+    counts = fold_counts(data, labels, None)
+    gaps = oof_gaps(data, counts, kappa)
+    total = class_totals(data, counts)
+    divergence = kernel_divergence(total[:, 0], total[:, 1], kappa)
+    return weighted_row_auc(gaps, labels, np.ones_like(gaps)), divergence
+
+
+def experiment_permutation_test(
+    data: SessionCounts, *, kappa: float, n_permutations: int, rng: np.random.Generator
+) -> PermutationTest:
+    """Refit permutation tests (AUC and kernel divergence) on the one-session test sample.
 
     Args:
-        sessions: Sessions frame; its labeled sessions (human/agent, folds in ``[0, k)``) are used.
-        k: Number of folds.
+        data: Labeled sessions with their experiments (:func:`session_counts`).
         kappa: Additive smoothing κ (> 0; κ = 0 gives infinite gaps and is not supported).
-        n_permutations: Number of label permutations.
+        n_permutations: Number of label permutations B.
         rng: Random generator.
 
-    Returns:
-        ``(observed_auc, null_aucs)``; the observed AUC equals that of :func:`score_sessions`.
+    Raises:
+        ValueError: If κ <= 0, B < 1, or a class has no experiment.
     """
     if kappa <= 0:
         raise ValueError(f"the refit permutation test needs kappa > 0, got {kappa!r}")
     if n_permutations < 1:
         raise ValueError(f"n_permutations must be >= 1, got {n_permutations!r}")
-    validate_sessions(sessions, k)
-    labeled = sessions.filter(pl.col("actor").is_in(list(ACTORS)))
-    observed_labels = (labeled["actor"] == ACTORS[1]).to_numpy().astype(np.int64)
-    n_agent = int(observed_labels.sum())
-    if n_agent == 0 or n_agent == labeled.height:
-        raise ValueError(f"both classes need sessions; got n_agent={n_agent} of {labeled.height}")
-    t = encode_trajectories(labeled["trajectory"])
-    keys, counts = np.unique(t.session * _CELLS + t.src * N_STATES + t.dst, return_counts=True)
-    data = {
-        "session": keys // _CELLS,
-        "pair": keys % _CELLS,
-        "count": counts.astype(np.float64),
-        "fold": labeled["fold"].to_numpy().astype(np.int64),
-        "eligible": (t.n_events >= MIN_EVENTS_FOR_KERNEL).astype(np.float64),
-        "n_transitions": (t.n_events + 1).astype(np.float64),
-    }
-    observed = float(_oof_aucs(observed_labels[None, :], data, k, kappa)[0])
-    chunk = max(1, _CHUNK_CELLS // max(keys.size, 2 * k * _CELLS))
-    # Exchangeable units: whole experiments when known (one subject's sessions share a task and
-    # habits, so they are not exchangeable one by one), else single sessions.
-    unit = (
-        labeled["experiment_id"].fill_null(labeled["session_id"])
-        if "experiment_id" in labeled.columns
-        else labeled["session_id"]
+    test = data.select(one_session_per_experiment(data.experiment, data.experiment_hash))
+    labels = test.is_agent.astype(np.int64)
+    n_agent = int(labels.sum())
+    if n_agent == 0 or n_agent == labels.size:
+        raise ValueError(
+            f"both classes need experiments; got n_agent={n_agent} of {labels.size} experiments"
+        )
+    auc, divergence = _statistics(test, labels[None, :], kappa)
+    auc_null, divergence_null = [], []
+    step = batch_size(test)
+    for start in range(0, n_permutations, step):  # loop over permutation batches
+        b = min(step, n_permutations - start)
+        permuted = permute_within_folds(labels, test.fold, b, rng)
+        a, d = _statistics(test, permuted, kappa)
+        auc_null.append(a)
+        divergence_null.append(d)
+    return PermutationTest(
+        auc=float(auc[0]),
+        auc_null=np.concatenate(auc_null),
+        divergence=float(divergence[0]),
+        divergence_null=np.concatenate(divergence_null),
+        n_test_human=int(labels.size - n_agent),
+        n_test_agent=n_agent,
     )
-    unit_codes = unit.cast(pl.Categorical).to_physical().to_numpy().astype(np.int64)
-    _, first = np.unique(unit_codes, return_index=True)
-    unit_labels = observed_labels[first]
-    null = []
-    for start in range(0, n_permutations, chunk):  # loop over permutation batches
-        b = min(chunk, n_permutations - start)
-        permuted = rng.permuted(np.broadcast_to(unit_labels, (b, unit_labels.size)), axis=1)
-        labels = permuted[:, np.searchsorted(np.unique(unit_codes), unit_codes)]
-        null.append(_oof_aucs(labels, data, k, kappa))
-    return observed, np.concatenate(null)
 
 
-def centred_pvalue(observed: float, null: np.ndarray) -> float:
-    """Two-sided permutation p of ``|AUC − c|``, c = the null's own mean (not ½; see above)."""
-    centre = float(null.mean())
-    extreme = int(np.sum(np.abs(null - centre) >= abs(observed - centre) - 1e-12))
-    return (1 + extreme) / (1 + null.size)
-
-
-def refit_permutation_pvalue(
-    sessions: pl.DataFrame,
-    *,
-    k: int,
-    kappa: float,
-    n_permutations: int,
-    rng: np.random.Generator,
-) -> tuple[float, float]:
-    """``(observed_auc, p_value)`` of the refit permutation test (see `refit_permutation_null`)."""
-    observed, null = refit_permutation_null(
-        sessions, k=k, kappa=kappa, n_permutations=n_permutations, rng=rng
-    )
-    return observed, centred_pvalue(observed, null)
+def observed_auc(data: SessionCounts, kappa: float) -> float:
+    """Out-of-fold AUC of all sessions in ``data`` (equals that of :func:`score_sessions`)."""
+    return float(oof_aucs(data, data.is_agent[None, :], kappa)[0])

@@ -1,34 +1,32 @@
 """The separability report of one store (DESIGN §5 "Separability report", §12 report.json).
 
-Inputs are the outputs of :mod:`divergence` (out-of-fold gaps, prefix gaps) and, for the kernel
-divergence and the refit permutation test, the labeled sessions themselves.
+Inputs: the out-of-fold gaps of :func:`score_sessions` (descriptive statistics, accuracy), the
+labeled sessions themselves with their ``experiment_id`` (the calibrated test and interval refit
+the fold kernels) and optionally :func:`prefix_scores` (the prefix curve).
 
-Honesty caveat: out-of-fold gaps are dependent (sessions of one fold share their fold kernels), so
-the Mann–Whitney p-value, the fixed-gap permutation p-value and the bootstrap CI, which all treat
-gaps as independent, are somewhat anti-conservative. When ``sessions`` is given, ``permutation_p``
-is therefore the *refit* permutation test (:mod:`refit_permutation`), valid by construction; the
-fixed-gap version is kept as ``permutation_p_fixed_gaps``.
+What each number is:
 
-Bias: out-of-fold scoring is also biased *below* ½ under the null -- a session's own-class kernel
-always lacks that session while the other class's kernel is complete, so every session looks a
-little like the other class (strongly for a small class: AUC ≈ 0.29 with 19 agents vs 55 humans of
-identical behaviour). With the refit null available, the headline ``p_value`` is the refit
-permutation p (centred on the null's mean) and ``auc_ci_low``/``auc_ci_high`` are the bootstrap CI
-shifted by the null's bias (``auc_null_mean`` − ½); the raw Mann–Whitney p, raw CI and
-``auc_corrected`` are reported beside them. When ``sessions`` carries ``experiment_id``, both the
-permutations and the bootstrap move whole experiments (one subject's sessions are not independent),
-which is what keeps identical-behaviour data from looking separable. The CI is the wider of that
-bootstrap interval and the interval that inverts the centred refit permutation test (observed AUC ±
-the null's 95% quantile of |AUC − mean|, bias-corrected), since fold-shared kernels make gaps
-dependent and the bootstrap alone too narrow; so the CI excludes ½ only when the test rejects. Only
-labeled sessions (actor human/agent) enter; sessions whose gap is NaN (possible only with κ = 0)
-are dropped and counted (the refit test then falls back to the fixed-gap one).
+* ``auc``, ``u_statistic``, ``mann_whitney_p``: the out-of-fold AUC over all labeled sessions and
+  the Mann–Whitney test of the gaps. The MW p treats sessions as independent, so it is
+  *descriptive*: anti-conservative under clustering (a subject's sessions share habits) and fold
+  sharing (a fold's sessions share kernels).
+* ``p_value`` (``p_method``, ``p_floor``, ``n_test_experiments``, ``test_auc``,
+  ``test_auc_null_mean``): the experiment-level refit permutation test on a test sample of one
+  hash-picked session per experiment, exact under "the two classes' sessions have the same law"
+  whatever the sessions-per-experiment layout (:mod:`refit_permutation`).
+* ``auc_ci_low``/``auc_ci_high`` (``auc_ci_method``): interval for θ_n = E[``auc``] at this
+  study's numbers of experiments and layout, by an experiment-cluster bootstrap that refits the
+  fold kernels (:mod:`refit_bootstrap`). Out-of-fold AUCs sit below ½ under no difference (folds
+  holding more agents score with a noisier held-out agent kernel), so with indistinguishable
+  classes this interval is centred near that value, not exactly on ½; whether the classes differ
+  is what ``p_value`` says.
+* ``kernel_divergence`` (all eligible labeled sessions, descriptive), ``kernel_divergence_test``
+  and ``kernel_divergence_p`` (``kernel_divergence_p_method``): D(H‖A) and its test on the same
+  test sample with the same experiment permutations, refitted with the same κ.
 
-Kernel divergence: D(H‖A) = Σ_a π_H(a) · KL(T̂_H[a] ‖ T̂_A[a]) with π_H the human state-visit
-shares (source-row counts). Its null ("split-half") comes from random splits of the pooled labeled
-sessions into two groups *of the observed class sizes* (halves when n_H = n_A), refitted with the
-same κ: same-size groups make the null carry the same estimation noise as the observed value, which
-equal halves would not when the classes are unbalanced.
+With κ = 0 the refitted gaps are infinite, so the test and interval are not available: their
+values are NaN (``null`` in JSON) and the methods say so. Labeled sessions whose gap is NaN
+(possible only with κ = 0) are dropped from the descriptive statistics and counted.
 """
 
 from __future__ import annotations
@@ -42,22 +40,23 @@ import numpy as np
 import polars as pl
 
 from phantom_assets.constants import ACTORS, DEFAULT_FOLDS, DEFAULT_KAPPA
-from phantom_assets.fingerprint.kernel_divergence import (
-    kernel_divergence,
-    kernel_divergence_summary,
-    split_half_null,
+from phantom_assets.fingerprint.kernel_divergence import class_counts, kernel_divergence
+from phantom_assets.fingerprint.refit_bootstrap import (
+    AUC_CI_METHOD,
+    auc_interval,
+    cluster_bootstrap_aucs,
 )
-from phantom_assets.fingerprint.refit_permutation import centred_pvalue, refit_permutation_null
-from phantom_assets.fingerprint.statistics import (
-    EXACT_MAX_N,
-    auc,
-    bootstrap_auc,
-    mann_whitney,
-    permutation_auc_pvalue,
+from phantom_assets.fingerprint.refit_core import session_counts
+from phantom_assets.fingerprint.refit_permutation import (
+    KERNEL_DIVERGENCE_P_METHOD,
+    P_METHOD,
+    experiment_permutation_test,
 )
+from phantom_assets.fingerprint.statistics import EXACT_MAX_N, auc, mann_whitney
 
 logger = logging.getLogger(__name__)
 
+UNAVAILABLE = "unavailable_kappa_zero"
 
 __all__ = [
     "SeparabilityParams",
@@ -65,7 +64,6 @@ __all__ = [
     "kernel_divergence",
     "prefix_curve",
     "separability_report",
-    "split_half_null",
 ]
 
 
@@ -75,14 +73,13 @@ class SeparabilityParams:
 
     n_bootstrap: int = 1000
     n_permutations: int = 1000
-    n_split_half: int = 200
     confidence: float = 0.95
     kappa: float = DEFAULT_KAPPA
     folds: int = DEFAULT_FOLDS
     exact_max_n: int = EXACT_MAX_N
 
     def __post_init__(self) -> None:
-        for name in ("n_bootstrap", "n_permutations", "n_split_half"):
+        for name in ("n_bootstrap", "n_permutations"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
         if not 0.0 < self.confidence < 1.0:
@@ -98,26 +95,26 @@ class SeparabilityReport:
     n_human: int
     n_agent: int
     u_statistic: float
+    mann_whitney_p: float
     p_value: float
     p_method: str
+    p_floor: float
     auc: float
     auc_ci_low: float
     auc_ci_high: float
-    permutation_p: float
-    permutation_method: str
-    permutation_p_fixed_gaps: float
+    auc_ci_method: str
+    n_test_experiments: dict[str, int]
+    test_auc: float
+    test_auc_null_mean: float
+    kernel_divergence: float
+    kernel_divergence_test: float
+    kernel_divergence_null_mean: float
+    kernel_divergence_null_q95: float
+    kernel_divergence_p: float
+    kernel_divergence_p_method: str
     accuracy: float
     balanced_accuracy: float
     n_dropped_nan: int
-    mann_whitney_p: float | None = None
-    auc_null_mean: float | None = None
-    auc_corrected: float | None = None
-    auc_ci_raw_low: float | None = None
-    auc_ci_raw_high: float | None = None
-    kernel_divergence: float | None = None
-    kernel_divergence_null_mean: float | None = None
-    kernel_divergence_null_q95: float | None = None
-    kernel_divergence_p: float | None = None
     prefix_curve: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     params: dict[str, Any] = field(default_factory=dict)
 
@@ -163,32 +160,65 @@ def prefix_curve(prefix: pl.DataFrame) -> tuple[dict[str, Any], ...]:
     return tuple(curve)
 
 
-def _experiment_groups(finite: pl.DataFrame, sessions: pl.DataFrame | None) -> np.ndarray | None:
-    """Experiment id per scored session (its own id when unknown), if `sessions` carries them."""
-    if sessions is None or "experiment_id" not in sessions.columns:
-        return None
-    joined = finite.select("session_id").join(
-        sessions.select("session_id", "experiment_id"), on="session_id", how="left"
+def _calibrated(
+    sessions: pl.DataFrame,
+    observed_auc: float,
+    params: SeparabilityParams,
+    rng: np.random.Generator,
+) -> dict[str, Any]:
+    """The experiment-level test, the kernel divergences and the AUC interval."""
+    data = session_counts(sessions, params.folds)
+    labels = data.is_agent.astype(np.int64)
+    total = class_counts(data.session, data.pair, data.count, data.eligible * 1.0, labels)
+    descriptive = float(kernel_divergence(total[0], total[1], params.kappa))
+    if params.kappa <= 0:
+        nan = float("nan")
+        return {"p_value": nan, "p_method": UNAVAILABLE, "p_floor": nan, "auc_ci_low": nan,
+                "auc_ci_high": nan, "auc_ci_method": UNAVAILABLE,
+                "n_test_experiments": {}, "test_auc": nan, "test_auc_null_mean": nan,
+                "kernel_divergence": descriptive, "kernel_divergence_test": nan,
+                "kernel_divergence_null_mean": nan, "kernel_divergence_null_q95": nan,
+                "kernel_divergence_p": nan, "kernel_divergence_p_method": UNAVAILABLE}  # fmt: skip
+    test = experiment_permutation_test(
+        data, kappa=params.kappa, n_permutations=params.n_permutations, rng=rng
     )
-    return joined["experiment_id"].fill_null(joined["session_id"]).to_numpy()
+    boot = cluster_bootstrap_aucs(data, kappa=params.kappa, n_draws=params.n_bootstrap, rng=rng)
+    low, high = auc_interval(observed_auc, boot, params.confidence)
+    return {
+        "p_value": test.auc_p,
+        "p_method": P_METHOD,
+        "p_floor": test.p_floor,
+        "auc_ci_low": low,
+        "auc_ci_high": high,
+        "auc_ci_method": AUC_CI_METHOD,
+        "n_test_experiments": {ACTORS[0]: test.n_test_human, ACTORS[1]: test.n_test_agent},
+        "test_auc": test.auc,
+        "test_auc_null_mean": float(test.auc_null.mean()),
+        "kernel_divergence": descriptive,
+        "kernel_divergence_test": test.divergence,
+        "kernel_divergence_null_mean": float(test.divergence_null.mean()),
+        "kernel_divergence_null_q95": float(np.quantile(test.divergence_null, 0.95)),
+        "kernel_divergence_p": test.divergence_p,
+        "kernel_divergence_p_method": KERNEL_DIVERGENCE_P_METHOD,
+    }
 
 
 def separability_report(
     scores: pl.DataFrame,
     *,
+    sessions: pl.DataFrame,
     rng: np.random.Generator,
     params: SeparabilityParams = SeparabilityParams(),
-    sessions: pl.DataFrame | None = None,
     prefix: pl.DataFrame | None = None,
 ) -> SeparabilityReport:
     """Compute the separability report of one store.
 
     Args:
-        scores: :func:`score_sessions` output (``actor``, ``gap`` used).
-        rng: Random generator for bootstrap, permutations and split-half null (in that order).
+        scores: :func:`score_sessions` output of ``sessions`` (``actor``, ``gap`` used).
+        sessions: The sessions frame ``scores`` came from, with an ``experiment_id`` column (a
+            session without one is its own experiment).
+        rng: Random generator for the permutations, then the bootstrap.
         params: Draw counts, CI level, κ and folds (must match those used for ``scores``).
-        sessions: The sessions frame ``scores`` came from; enables the refit permutation test,
-            the kernel divergence and its null.
         prefix: :func:`prefix_scores` output; enables the prefix curve.
 
     Raises:
@@ -200,61 +230,19 @@ def separability_report(
     is_agent = (finite["actor"] == ACTORS[1]).to_numpy()
     human, agent = gap[~is_agent], gap[is_agent]
     mw = mann_whitney(human, agent, params.exact_max_n)
-    groups = _experiment_groups(finite, sessions)
-    boot = bootstrap_auc(
-        human, agent, params.n_bootstrap, rng,
-        human_groups=None if groups is None else groups[~is_agent],
-        agent_groups=None if groups is None else groups[is_agent],
-    )  # fmt: skip
-    tail = (1.0 - params.confidence) / 2
-    fixed_p = permutation_auc_pvalue(human, agent, params.n_permutations, rng)
-    method, permutation_p, null_mean, half_width = "fixed_gaps", fixed_p, 0.5, 0.0
-    if sessions is not None and params.kappa > 0 and finite.height == labeled.height:
-        observed, null = refit_permutation_null(
-            sessions,
-            k=params.folds,
-            kappa=params.kappa,
-            n_permutations=params.n_permutations,
-            rng=rng,
-        )
-        method, permutation_p, null_mean = (
-            "refit",
-            centred_pvalue(observed, null),
-            float(null.mean()),
-        )
-        # Inverts the centred permutation test: the interval holds 1/2 iff p >= 1 - confidence.
-        half_width = float(np.quantile(np.abs(null - null_mean), params.confidence))
-    # Out-of-fold AUCs are biased below 1/2 under the null (see refit_permutation_null); the
-    # headline p and CI are the calibrated ones, measured against the refit null, when available.
-    bias = null_mean - 0.5
-    raw_low, raw_high = float(np.quantile(boot, tail)), float(np.quantile(boot, 1.0 - tail))
     acc, bal = _accuracy(gap, is_agent)
-    extra = (
-        kernel_divergence_summary(sessions, params.kappa, params.n_split_half, rng)
-        if sessions is not None
-        else {}
-    )
+    if "experiment_id" not in sessions.columns:
+        logger.warning("sessions lack experiment_id: each session is treated as an experiment")
     return SeparabilityReport(
         n_human=int(human.size),
         n_agent=int(agent.size),
         u_statistic=mw.u_statistic,
-        p_value=permutation_p if method == "refit" else mw.p_value,
-        p_method="refit_permutation" if method == "refit" else mw.method,
-        auc=mw.auc,
-        auc_ci_low=float(np.clip(min(raw_low, mw.auc - half_width) - bias, 0.0, 1.0)),
-        auc_ci_high=float(np.clip(max(raw_high, mw.auc + half_width) - bias, 0.0, 1.0)),
-        permutation_p=permutation_p,
-        permutation_method=method,
-        permutation_p_fixed_gaps=fixed_p,
         mann_whitney_p=mw.p_value,
-        auc_null_mean=null_mean,
-        auc_corrected=float(np.clip(mw.auc - bias, 0.0, 1.0)),
-        auc_ci_raw_low=raw_low,
-        auc_ci_raw_high=raw_high,
+        auc=mw.auc,
         accuracy=acc,
         balanced_accuracy=bal,
         n_dropped_nan=labeled.height - finite.height,
         prefix_curve=prefix_curve(prefix) if prefix is not None else (),
         params=asdict(params),
-        **extra,
+        **_calibrated(sessions, mw.auc, params, rng),
     )

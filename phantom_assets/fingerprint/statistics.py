@@ -8,12 +8,13 @@ agent session has a larger gap than a random human one.
   are no ties and the smaller sample has at most ``exact_max_n`` sessions (scipy's own 'auto'
   rule, stated explicitly so a scipy default change cannot alter reports), otherwise the normal
   approximation with tie correction and continuity correction.
-* :func:`bootstrap_auc` -- AUCs of ``B`` resamples drawn within each class. Each resample is a
-  vector of multiplicities; with the human gaps sorted once, the number of resampled humans below /
-  tied with each agent gap is a cumulative sum looked up by ``searchsorted`` -- O(B·n) per chunk,
-  exact with ties, equal to the rank-based AUC of the resampled data.
-* :func:`permutation_auc_pvalue` -- two-sided permutation p-value of the AUC: pooled mid-ranks are
-  fixed under label permutation, so each permuted U is a sum of ``n_A`` randomly chosen ranks.
+* :func:`roc_curve` -- ROC points of "agent iff gap >= threshold".
+* :func:`weighted_row_auc` -- the AUC of many rows of gaps at once, sessions weighted by
+  multiplicities (a bootstrap's copies); one sort per row, ties at mid-rank.
+
+These treat sessions as independent. Sessions of one experiment are clustered and out-of-fold gaps
+share fold kernels, so the Mann–Whitney p is *descriptive* (anti-conservative under clustering);
+the calibrated test and interval are in :mod:`refit_permutation` / :mod:`refit_bootstrap`.
 """
 
 from __future__ import annotations
@@ -27,17 +28,14 @@ from scipy.stats import mannwhitneyu, rankdata
 logger = logging.getLogger(__name__)
 
 EXACT_MAX_N = 8
-_CHUNK_CELLS = 4_000_000  # matrix cells per vectorized chunk (bounds memory)
 
 __all__ = [
     "EXACT_MAX_N",
     "MannWhitney",
     "auc",
-    "bootstrap_auc",
     "mann_whitney",
-    "permutation_auc_pvalue",
     "roc_curve",
-    "weighted_auc",
+    "weighted_row_auc",
 ]
 
 
@@ -82,106 +80,30 @@ def mann_whitney(
     return MannWhitney(u, float(res.pvalue), method, u / (a.size * h.size))
 
 
-def _resample_counts(rng: np.random.Generator, b: int, n: int) -> np.ndarray:
-    draws = rng.integers(0, n, size=(b, n)) + (np.arange(b) * n)[:, None]
-    return np.bincount(draws.ravel(), minlength=b * n).reshape(b, n).astype(np.float64)
+def weighted_row_auc(gaps: np.ndarray, labels: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """AUC per row: P(agent gap > human gap) + ½ P(tie), pairs weighted by multiplicities.
 
-
-def _group_index(groups: np.ndarray | None, n: int) -> tuple[np.ndarray, int]:
-    """Dense group code per session (each session its own group when ``groups`` is None)."""
-    if groups is None:
-        return np.arange(n), n
-    codes = np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
-    if codes.size != n:
-        raise ValueError(f"groups has {codes.size} entries for {n} sessions")
-    return codes, int(codes.max()) + 1
-
-
-def bootstrap_auc(
-    human: np.ndarray,
-    agent: np.ndarray,
-    n_draws: int,
-    rng: np.random.Generator,
-    *,
-    human_groups: np.ndarray | None = None,
-    agent_groups: np.ndarray | None = None,
-) -> np.ndarray:
-    """AUC of ``n_draws`` bootstrap resamples, drawn with replacement within class.
-
-    With ``*_groups`` (e.g. experiment ids) whole groups are resampled -- a cluster bootstrap, as
-    one subject's sessions are not independent draws; without them single sessions are.
+    With unit weights this is the rank-based AUC = U / (n_H · n_A) with mid-ranks for ties.
     """
-    h, a = _samples(human, agent)
-    h_codes, n_h_groups = _group_index(human_groups, h.size)
-    a_codes, n_a_groups = _group_index(agent_groups, a.size)
-    if n_draws < 1:
-        raise ValueError(f"n_draws must be >= 1, got {n_draws!r}")
-    order = np.argsort(h, kind="stable")
-    h_sorted = h[order]
-    below_idx = np.searchsorted(h_sorted, a, side="left")
-    upto_idx = np.searchsorted(h_sorted, a, side="right")
-    chunk = max(1, _CHUNK_CELLS // (h.size + a.size + 1))
-    out = np.empty(n_draws)
-    for start in range(0, n_draws, chunk):  # loop over bootstrap batches
-        b = min(chunk, n_draws - start)
-        w_h = _resample_counts(rng, b, n_h_groups)[:, h_codes]
-        w_a = _resample_counts(rng, b, n_a_groups)[:, a_codes]
-        out[start : start + b] = _weighted_auc(w_h[:, order], w_a, below_idx, upto_idx)
-    return out
-
-
-def _weighted_auc(
-    w_h_sorted: np.ndarray, w_a: np.ndarray, below_idx: np.ndarray, upto_idx: np.ndarray
-) -> np.ndarray:
-    """AUC per row for multiplicities ``w_h_sorted`` (humans in sorted order) and ``w_a``."""
-    b = w_h_sorted.shape[0]
-    cum = np.concatenate([np.zeros((b, 1)), np.cumsum(w_h_sorted, axis=1)], axis=1)
-    below = cum[:, below_idx]
-    tied = cum[:, upto_idx] - below
-    pairs = w_h_sorted.sum(axis=1) * w_a.sum(axis=1)
-    return ((below + 0.5 * tied) * w_a).sum(axis=1) / pairs
-
-
-def weighted_auc(
-    human: np.ndarray, agent: np.ndarray, w_h: np.ndarray, w_a: np.ndarray
-) -> np.ndarray:
-    """AUC of the samples repeated ``w_h`` / ``w_a`` times, one value per row of the weights.
-
-    Row ``b`` equals the rank-based :func:`auc` of ``np.repeat(human, w_h[b])`` vs
-    ``np.repeat(agent, w_a[b])``.
-    """
-    h, a = _samples(human, agent)
-    w_h, w_a = np.atleast_2d(w_h).astype(np.float64), np.atleast_2d(w_a).astype(np.float64)
-    if w_h.shape[1] != h.size or w_a.shape[1] != a.size or w_h.shape[0] != w_a.shape[0]:
-        raise ValueError(
-            f"weight shapes {w_h.shape}, {w_a.shape} do not match samples {h.size}, {a.size}"
-        )
-    order = np.argsort(h, kind="stable")
-    h_sorted = h[order]
-    below_idx = np.searchsorted(h_sorted, a, side="left")
-    upto_idx = np.searchsorted(h_sorted, a, side="right")
-    return _weighted_auc(w_h[:, order], w_a, below_idx, upto_idx)
-
-
-def permutation_auc_pvalue(
-    human: np.ndarray, agent: np.ndarray, n_permutations: int, rng: np.random.Generator
-) -> float:
-    """Two-sided permutation p-value of ``|AUC − ½|``, ``(1 + #extreme) / (1 + B)``."""
-    h, a = _samples(human, agent)
-    if n_permutations < 1:
-        raise ValueError(f"n_permutations must be >= 1, got {n_permutations!r}")
-    ranks = rankdata(np.concatenate([a, h]))
-    n, n_a = ranks.size, a.size
-    scale = n_a * h.size
-    observed = abs((ranks[:n_a].sum() - n_a * (n_a + 1) / 2) / scale - 0.5)
-    chunk = max(1, _CHUNK_CELLS // n)
-    extreme = 0
-    for start in range(0, n_permutations, chunk):  # loop over permutation batches
-        b = min(chunk, n_permutations - start)
-        order = rng.permuted(np.broadcast_to(np.arange(n), (b, n)), axis=1)
-        u = ranks[order[:, :n_a]].sum(axis=1) - n_a * (n_a + 1) / 2
-        extreme += int(np.sum(np.abs(u / scale - 0.5) >= observed - 1e-12))
-    return (1 + extreme) / (1 + n_permutations)
+    b, n = gaps.shape
+    order = np.argsort(gaps, axis=1, kind="stable")
+    g = np.take_along_axis(gaps, order, axis=1)
+    agent = np.take_along_axis(labels, order, axis=1).astype(bool)
+    w = np.take_along_axis(np.broadcast_to(weights, gaps.shape), order, axis=1)
+    starts = np.ones((b, n), dtype=bool)
+    starts[:, 1:] = g[:, 1:] != g[:, :-1]
+    group = np.cumsum(starts.ravel()) - 1  # tie groups, numbered across rows
+    n_groups = int(group[-1]) + 1 if group.size else 0
+    h_in = np.bincount(group, weights=(w * ~agent).ravel(), minlength=n_groups)
+    a_in = np.bincount(group, weights=(w * agent).ravel(), minlength=n_groups)
+    row_of_group = np.repeat(np.arange(b), starts.sum(axis=1))
+    h_before = np.cumsum(h_in) - h_in
+    h_before -= h_before[group.reshape(b, n)[:, 0]][row_of_group]
+    u = np.bincount(row_of_group, weights=a_in * (h_before + 0.5 * h_in), minlength=b)
+    w_h = (w * ~agent).sum(axis=1)
+    w_a = (w * agent).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return u / (w_h * w_a)
 
 
 def roc_curve(human: np.ndarray, agent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

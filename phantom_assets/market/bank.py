@@ -98,15 +98,14 @@ def detector_scores(
     lengths: np.ndarray,
     kernel_human: np.ndarray,
     kernel_agent: np.ndarray,
-    temperature: float = 1.0,
+    f_coef: tuple[float, float] = (0.0, 1.0),
     start: int = 0,
     end: int | None = None,
 ) -> np.ndarray:
-    """Agent probability f = σ((Δ_H − Δ_A)/T) of each chain (see `detector_gaps`)."""
-    if temperature <= 0:
-        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    """Agent probability f = σ(a + b·(Δ_H − Δ_A)) of each chain (see `detector_gaps`);
+    `f_coef` = (a, b), (0, 1/T) for the temperature score."""
     gaps = detector_gaps(codes, lengths, kernel_human, kernel_agent, start, end)
-    return expit(gaps / temperature)
+    return expit(f_coef[0] + f_coef[1] * gaps)
 
 
 def state_weights(states: tuple[str, ...]) -> np.ndarray:
@@ -185,7 +184,7 @@ def build_chain_bank(
     size: int,
     rng: np.random.Generator,
     max_len: int = 64,
-    temperature: float = 1.0,
+    f_coef: tuple[float, float] = (0.0, 1.0),
 ) -> ChainBank:
     """Sample `size` chains and compute their statistics without a padded event matrix.
 
@@ -198,10 +197,8 @@ def build_chain_bank(
         size: number of chains.
         rng: randomness source.
         max_len: maximum events per chain (at most `MAX_BANK_CHAIN_LEN`).
-        temperature: detector temperature T.
+        f_coef: (a, b) of f = σ(a + b·gap), as in `detector_scores`.
     """
-    if temperature <= 0:
-        raise ValueError(f"temperature must be > 0, got {temperature!r}")
     if not 1 <= max_len <= MAX_BANK_CHAIN_LEN:
         raise ValueError(f"max_len must be in [1, {MAX_BANK_CHAIN_LEN}], got {max_len}")
     n_states = tables.sampler.cdf.shape[0]
@@ -221,7 +218,7 @@ def build_chain_bank(
     llr_sum = np.bincount(chain, weights=tables.llr[move], minlength=size)
     reaches_cart, checkout_after_add = _cart_flags(chain, tables.kind[move], size)
     return ChainBank(
-        f=expit(llr_sum / np.maximum(n_trans, 1) / temperature),
+        f=expit(f_coef[0] + f_coef[1] * llr_sum / np.maximum(n_trans, 1)),
         weight=weight2 / 2.0,
         n_cart=n_cart,
         reaches_cart=reaches_cart,

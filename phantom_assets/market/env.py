@@ -120,7 +120,11 @@ class PricingMarketEnv(gym.Env):
         rng = self.np_random
         self._banks = tuple(  # type: ignore[assignment]
             build_chain_bank(
-                tables, spec.chain_bank_size, rng, spec.max_chain_len, spec.temperature
+                tables,
+                spec.chain_bank_size,
+                rng,
+                spec.max_chain_len,
+                (spec.f_intercept, spec.f_slope),
             )
             for tables in self._tables
         )

@@ -61,7 +61,9 @@ class MarketSpec:
         robust_candidates: K candidate α values evaluated per robust step.
         chain_bank_size: chains pre-sampled per class at every reset.
         max_chain_len: maximum events per sampled chain.
-        temperature: T of the detector score f = σ((Δ_H − Δ_A)/T).
+        f_intercept, f_slope: the store's selected agent probability f = σ(a + b·(Δ_H − Δ_A))
+            (`fingerprint.calibration`: temperature T gives a = 0, b = 1/T; logistic gives the
+            fit on every labeled out-of-fold gap), so chains are scored like real sessions.
         episode_steps: time limit used by `make_env`.
         states: the kernel state labels.
     """
@@ -92,7 +94,8 @@ class MarketSpec:
     robust_candidates: int = _DEFAULTS.robust_candidates
     chain_bank_size: int = _DEFAULTS.chain_bank_size
     max_chain_len: int = 64
-    temperature: float = DEFAULT_TEMPERATURE
+    f_intercept: float = 0.0
+    f_slope: float = 1.0 / DEFAULT_TEMPERATURE
     episode_steps: int = _DEFAULTS.episode_steps
     states: tuple[str, ...] = KERNEL_STATES
 
@@ -127,7 +130,8 @@ class MarketSpec:
             "robust_candidates": self.robust_candidates >= 1,
             "chain_bank_size": self.chain_bank_size >= 1,
             "max_chain_len": self.max_chain_len >= 1,
-            "temperature": self.temperature > 0,
+            "f_intercept": bool(np.isfinite(self.f_intercept)),
+            "f_slope": bool(np.isfinite(self.f_slope)),
             "episode_steps": self.episode_steps >= 1,
         }
         for name, ok in checks.items():

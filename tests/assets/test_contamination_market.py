@@ -9,6 +9,7 @@ import dataclasses
 import itertools
 import json
 import math
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,11 +25,13 @@ from orchestration.definitions import defs
 from orchestration.resources import build_resources
 from orchestration.runner import PipelineReport, run_pipeline
 from phantom_assets.assets.contamination import contaminated_datasets, mean_f_by_alpha
+from phantom_assets.assets.fingerprint import divergence_scores
 from phantom_assets.assets.market import market_simulators
 from phantom_assets.assets.partitions import ALPHA_GRID, alpha_from_key, alpha_key
 from phantom_assets.config import Settings, load_settings
 from phantom_assets.constants import DEMAND_WEIGHTS, END_TOKEN, KERNEL_STATES, START_TOKEN, STORES
 from phantom_assets.contamination import mean_f_is_monotone
+from phantom_assets.fingerprint.calibration import apply_logistic
 from phantom_assets.market import MarketSpec, make_env
 from phantom_assets.simulate import simulate_to_incoming
 from tests.pipeline_helpers import TINY_SIMULATION, simulation_params
@@ -330,3 +333,130 @@ def test_mean_f_by_alpha_reads_the_grid_partitions_on_disk_and_flags_a_drop(tmp_
     tol = load_settings("demo").contamination.monotonic_tolerance
     assert not mean_f_is_monotone(observed, tol)
     assert mean_f_is_monotone({a: observed[a] for a in (0.0, 0.5)}, tol)
+
+
+def _scores(lake: Path, store: str) -> pl.DataFrame:
+    return pl.read_parquet(lake / "divergence_scores" / f"store={store}" / "scores.parquet")
+
+
+def _metadata(built: Built, store: str, alpha: float) -> dict:
+    record = built.instance.fetch_materializations(
+        dg.AssetRecordsFilter(
+            asset_key=dg.AssetKey("contaminated_datasets"),
+            asset_partitions=[_partition(store, alpha)],
+        ),
+        limit=1,
+    ).records[0]
+    return {k: v.value for k, v in record.asset_materialization.metadata.items()}
+
+
+@pytest.fixture(scope="module")
+def logistic(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The built data copied and rescored with `fingerprint.calibration = "logistic"`: hotel's
+    divergence scores and its G(0.5), materialized in process from the copied upstream files."""
+    root = tmp_path_factory.mktemp("logistic") / "data"
+    shutil.copytree(built.settings.data_dir, root)
+    base = dataclasses.replace(built.settings, data_dir=root)
+    settings = dataclasses.replace(
+        base, fingerprint=dataclasses.replace(base.fingerprint, calibration="logistic")
+    )
+    assert settings.lake_dir.is_relative_to(root)
+    resources = build_resources(settings)
+    with dg.instance_for_test() as instance:
+        for assets, key in (
+            ([divergence_scores], "hotel"),
+            ([contaminated_datasets], _partition("hotel", 0.5)),
+            ([market_simulators], "hotel"),
+        ):
+            result = dg.materialize(
+                assets, partition_key=key, instance=instance, resources=resources
+            )
+            assert result.success
+    return settings.lake_dir
+
+
+def _real_f_matches(lake: Path, dataset: pl.DataFrame, column: str) -> bool:
+    real = dataset.filter(pl.col("source") == "real")
+    joined = real.join(_scores(lake, "hotel").select("session_id", ref=column), on="session_id")
+    assert joined.height == real.height > 0
+    return bool((joined["f"] == joined["ref"]).all())
+
+
+def test_temperature_calibration_puts_the_temperature_f_in_the_contaminated_dataset(built: Built):
+    dataset = built.contaminated("hotel", 0.5)
+    assert _real_f_matches(built.lake, dataset, "f_temperature")
+    assert not _real_f_matches(built.lake, dataset, "f_calibrated")
+    assert set(dataset["f_method"]) == {"temperature"}
+    assert _metadata(built, "hotel", 0.5)["f_method"] == "temperature"
+
+
+def test_logistic_calibration_puts_the_calibrated_f_in_the_contaminated_dataset(
+    built: Built, logistic: Path
+):
+    dataset = pl.read_parquet(
+        logistic / "contaminated_datasets" / "store=hotel" / "alpha=a050" / "sessions.parquet"
+    )
+    assert _real_f_matches(logistic, dataset, "f_calibrated")
+    assert not _real_f_matches(logistic, dataset, "f_temperature")
+    assert set(dataset["f_method"]) == {"logistic"}
+    scores = _scores(logistic, "hotel")
+    assert (scores["f"] == scores["f_calibrated"]).all()
+    # The temperature run's synthetic sessions (same seed, same chains) get σ(a + b·gap) here.
+    calibration = json.loads((logistic / "divergence_scores" / "store=hotel" / "calibration.json")
+                             .read_text())  # fmt: skip
+    assert calibration["method"] == "logistic"
+    coef = (calibration["intercept"], calibration["slope"])
+    temperature = built.settings.fingerprint.temperature
+    before = built.contaminated("hotel", 0.5).filter(pl.col("source") == "synthetic")
+    after = dataset.filter(pl.col("source") == "synthetic")
+    assert before["session_id"].to_list() == after["session_id"].to_list()
+    gap = temperature * np.log(before["f"] / (1 - before["f"]))  # invert f = σ(gap / T)
+    np.testing.assert_allclose(after["f"], apply_logistic(gap.to_numpy(), coef), atol=1e-9)
+
+
+def test_market_scores_its_chains_with_the_calibration_the_setting_selects(
+    built: Built, logistic: Path
+):
+    temperature = built.settings.fingerprint.temperature
+    plain = MarketSpec.load(built.lake / "market_simulators" / "store=hotel")
+    assert (plain.f_intercept, plain.f_slope) == (0.0, 1.0 / temperature)
+    calibrated = MarketSpec.load(logistic / "market_simulators" / "store=hotel")
+    calibration = json.loads((logistic / "divergence_scores" / "store=hotel" / "calibration.json")
+                             .read_text())  # fmt: skip
+    assert (calibrated.f_intercept, calibrated.f_slope) == (
+        calibration["intercept"],
+        calibration["slope"],
+    )
+
+
+def test_contaminated_datasets_report_alpha_hat_with_its_ci_beside_the_dataset(built: Built):
+    for store in STORES:
+        for alpha in ALPHA_GRID:
+            folder = (
+                built.lake
+                / "contaminated_datasets"
+                / f"store={store}"
+                / f"alpha={alpha_key(alpha)}"
+            )
+            report = json.loads((folder / "alpha_hat.json").read_text())
+            frame = built.contaminated(store, alpha)
+            share = (frame["source"] == "synthetic").mean()
+            assert report["alpha_true_share"] == pytest.approx(share)
+            assert 0 <= report["ci_low"] <= report["alpha_hat"] <= report["ci_high"] <= 1
+            assert report["mean_f"] == pytest.approx(frame["f"].mean())
+            assert report["f_method"] == "temperature" and report["level"] == 0.95
+            metadata = _metadata(built, store, alpha)
+            assert str(folder / "alpha_hat.json") in metadata["artifacts"]
+            assert metadata["alpha_hat"] == report["alpha_hat"]
+            assert metadata["alpha_hat_ci_low"] == report["ci_low"]
+
+
+def test_alpha_hat_ci_check_is_evaluated_on_every_partition_and_follows_the_report(built: Built):
+    evaluations = _check_evaluations(built, "alpha_hat_ci_covers_alpha")
+    expected = {_partition(store, alpha) for store in STORES for alpha in ALPHA_GRID}
+    assert set(evaluations) == expected
+    for partition, passed in evaluations.items():
+        store, key = partition.keys_by_dimension["store"], partition.keys_by_dimension["alpha"]
+        folder = built.lake / "contaminated_datasets" / f"store={store}" / f"alpha={key}"
+        report = json.loads((folder / "alpha_hat.json").read_text())
+        assert passed == (report["ci_low"] <= report["alpha_true_share"] <= report["ci_high"])

@@ -37,14 +37,22 @@ def make_sessions(
 
 @pytest.fixture
 def separable_sessions() -> pl.DataFrame:
-    """Humans and agents from two different random chains (seeded)."""
+    """Humans and agents from two different random chains (seeded), in the simulator's shape:
+    40 human experiments of 1-2 sessions, 20 agent experiments of 3-6 sessions."""
     rng = np.random.default_rng(2024)
-    return synthetic_sessions(random_chain(rng), random_chain(rng), 120, 60, rng, max_events=60)
+    return synthetic_sessions(
+        random_chain(rng), random_chain(rng), 40, 20, rng, max_events=60,
+        human_sessions=(1, 2), agent_sessions=(3, 6),
+    )  # fmt: skip
 
 
 @pytest.fixture
 def same_chain_sessions() -> pl.DataFrame:
-    """Humans and agents from the SAME random chain (nothing to detect)."""
+    """Humans and agents from the SAME random chain (nothing to detect), with a subject effect
+    (each experiment's sessions share a perturbed chain) and agents using more sessions."""
     rng = np.random.default_rng(7)
     chain = random_chain(rng, end_prob=0.1)
-    return synthetic_sessions(chain, chain, 150, 150, rng, max_events=60)
+    return synthetic_sessions(
+        chain, chain, 60, 30, rng, max_events=60,
+        human_sessions=(1, 2), agent_sessions=(3, 6), subject_concentration=10.0,
+    )  # fmt: skip

@@ -53,3 +53,16 @@ def test_calibrate_out_of_fold_fits_unlabeled_sessions_on_all_labeled_ones() -> 
     out = calibrate_out_of_fold(gap, is_agent, fold, labeled, 4)
     coef = fit_logistic_1d(gap[labeled], is_agent[labeled].astype(float))
     np.testing.assert_allclose(out[~labeled], expit(coef[0] + coef[1] * gap[~labeled]), atol=1e-12)
+
+
+def test_score_calibration_logistic_needs_both_classes_and_temperature_does_not() -> None:
+    from phantom_assets.fingerprint.calibration import ScoreCalibration, fit_score_calibration
+
+    gap, only_humans = np.linspace(-2, 2, 20), np.zeros(20, dtype=bool)
+    temperature = fit_score_calibration(gap, only_humans, ~only_humans, "temperature", 2.0)
+    assert temperature.coef is None
+    np.testing.assert_allclose(temperature.apply(gap), expit(gap / 2.0))
+    with pytest.raises(ValueError, match="'logistic' needs fitted coefficients"):
+        fit_score_calibration(gap, only_humans, ~only_humans, "logistic", 2.0)
+    with pytest.raises(ValueError, match="calibration must be one of"):
+        ScoreCalibration(method="platt", temperature=1.0)

@@ -24,8 +24,14 @@ def test_plot_helpers_return_figures(separable_sessions: pl.DataFrame) -> None:
     agent = fit_class_kernels(separable_sessions, "agent", k=5)
     scores = score_sessions(separable_sessions, human, agent, 1.0)
     prefix = prefix_scores(separable_sessions, human, agent, 1.0, max_prefix=4)
-    params = SeparabilityParams(n_bootstrap=50, n_permutations=50, n_split_half=10)
-    report = separability_report(scores, rng=np.random.default_rng(0), params=params, prefix=prefix)
+    params = SeparabilityParams(n_bootstrap=50, n_permutations=50)
+    report = separability_report(
+        scores,
+        sessions=separable_sessions,
+        rng=np.random.default_rng(0),
+        params=params,
+        prefix=prefix,
+    )
     heatmap = plot_kernel_heatmap(human.full)
     figures = [
         heatmap,

@@ -57,6 +57,16 @@ def test_chain_bank_statistics_match_the_sampled_chains(spec):
         assert bank.buys[i] == ("purchase_complete" in events or after_add)
 
 
+@pytest.mark.parametrize("f_coef", [(0.0, 0.5), (-1.3, 2.4)])
+def test_chain_bank_scores_chains_with_the_selected_calibration(spec, f_coef):
+    # temperature T = 2 is (0, 1/2); a logistic fit is any (a, b): f = sigmoid(a + b * gap).
+    tables = bank_tables(spec.kernel_human, spec.kernel_human, spec.kernel_agent, spec.states)
+    bank = build_chain_bank(tables, 2_000, np.random.default_rng(3), max_len=20, f_coef=f_coef)
+    codes, lengths = sample_chains(spec.kernel_human, 2_000, np.random.default_rng(3), 20)
+    gaps = detector_gaps(codes, lengths, spec.kernel_human, spec.kernel_agent)
+    assert bank.f == pytest.approx(1 / (1 + np.exp(-(f_coef[0] + f_coef[1] * gaps))), abs=1e-12)
+
+
 def test_agent_chains_score_higher_than_human_chains(spec):
     fitted = (spec.kernel_human, spec.kernel_agent)
     rng = np.random.default_rng(2)

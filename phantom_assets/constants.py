@@ -137,6 +137,7 @@ CANONICAL_COLUMNS: Final[tuple[str, ...]] = (
     "metadata",
     "actor",
     "label_source",
+    "ts_source",
 )
 
 # --- evaluation splits (DESIGN §8) ---------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 The suffix of a dropped file says nothing reliable (people rename exports), so the format is read
 from the bytes: the Parquet magic number, else the first non-blank character of the text (`[` for a
-Kafka console export, `{` for JSON Lines), else a whoclickedit CSV header.
+Kafka console export, `{` for JSON Lines), else a whoclickedit CSV header. Text is decoded by its
+byte-order mark first (UTF-8, UTF-16 LE/BE, UTF-32; UTF-8 without one), see `encoding.py`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import io
 from pathlib import Path
 from typing import Final
 
+from phantom_assets.schema.encoding import UTF8, split_bom
+
 WHOCLICKEDIT_CSV: Final[str] = "whoclickedit_csv"
 WHOCLICKEDIT_PARQUET: Final[str] = "whoclickedit_parquet"
 KAFKA_JSON: Final[str] = "kafka_json"
@@ -20,7 +23,6 @@ JSONL: Final[str] = "jsonl"
 FORMATS: Final[tuple[str, ...]] = (WHOCLICKEDIT_CSV, WHOCLICKEDIT_PARQUET, KAFKA_JSON, JSONL)
 
 PARQUET_MAGIC: Final[bytes] = b"PAR1"
-UTF8_BOM: Final[bytes] = b"\xef\xbb\xbf"
 # Columns a CSV header must name to be taken for a whoclickedit table.
 CSV_SIGNATURE_COLUMNS: Final[frozenset[str]] = frozenset({"sessionId", "eventName"})
 _SNIFF_BYTES: Final[int] = 64 * 1024
@@ -62,6 +64,19 @@ def _csv_header(text: str) -> list[str]:
     return rows[0] if rows else []
 
 
+def _binary_problem(head: bytes, codec: str) -> str:
+    """Why text holding NUL characters is refused, with a hint when it looks like bare UTF-16."""
+    problem = f"binary content that is not Parquet (first bytes {head[:16]!r})"
+    sample = head[:256]
+    odd_nuls, even_nuls = sample[1::2].count(0), sample[0::2].count(0)
+    if codec == UTF8 and max(odd_nuls, even_nuls) * 4 >= len(sample) >= 8:
+        problem += (
+            "; it looks like UTF-16 text without a byte-order mark: save it as UTF-8 "
+            "or as UTF-16 with a BOM"
+        )
+    return problem
+
+
 def detect_format(path: Path) -> str:
     """Detect the raw format of `path` from its content, ignoring the file name.
 
@@ -78,11 +93,11 @@ def detect_format(path: Path) -> str:
     head = _read_head(path)
     if head.startswith(PARQUET_MAGIC):
         return WHOCLICKEDIT_PARQUET
-    if head.startswith(UTF8_BOM):
-        head = head[len(UTF8_BOM) :]
-    if not head.strip():
+    codec, body = split_bom(head)
+    # The sniffed head may end inside a character: replacing that tail is harmless here.
+    text = body.decode(codec, errors="replace")
+    if not text.strip():
         raise UnreadableFileError(path, "the file is empty (no records, not even a header)")
-    text = head.decode("utf-8", errors="replace")
     first = text.lstrip()[:1]
     if first == "[":
         return KAFKA_JSON
@@ -93,10 +108,8 @@ def detect_format(path: Path) -> str:
     lines = [line.lstrip() for line in text.splitlines() if line.strip()]
     if 2 * sum(line.startswith("{") for line in lines) >= len(lines):
         return JSONL  # JSON Lines whose first line is damaged: quarantined line by line
-    if b"\x00" in head:
-        raise UnreadableFileError(
-            path, f"binary content that is not Parquet (first bytes {head[:16]!r})"
-        )
+    if "\x00" in text:
+        raise UnreadableFileError(path, _binary_problem(head, codec))
     raise UnreadableFileError(
         path,
         "not a known raw format: expected Parquet, a JSON array of Kafka envelopes, JSON Lines "

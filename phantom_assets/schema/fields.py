@@ -6,6 +6,8 @@ one `with_columns`. Nothing here decides whether a row is kept.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Final
 
@@ -76,7 +78,7 @@ def number(name: str) -> pl.Expr:
     return pl.when(value.is_finite()).then(value)
 
 
-def _json_value(column: pl.Expr) -> pl.Expr:
+def json_value(column: pl.Expr) -> pl.Expr:
     """JSON text of a metadata value: a number when the text is one, else a JSON string."""
     stripped = column.str.strip_chars()
     as_float = stripped.cast(pl.Float64, strict=False)
@@ -92,13 +94,38 @@ def _json_value(column: pl.Expr) -> pl.Expr:
     return pl.when(stripped.str.contains(_JSON_NUMBER)).then(as_number).otherwise(as_string)
 
 
-def metadata_json() -> pl.Expr:
-    """`metadata` as JSON object text of the non-null `md_*` fields, keys sorted (`{}` if none)."""
+def json_object(columns: Mapping[str, str]) -> pl.Expr:
+    """JSON object text of the non-blank text columns (`key -> column`), `{}` when all are blank.
+
+    Values go through `json_value`; keys are written in the order given.
+    """
     pieces = [
-        pl.when(text(f"md_{key}").is_not_null()).then(
-            pl.concat_str(pl.lit(f'"{key}":'), _json_value(pl.col(f"md_{key}")))
+        pl.when(text(column).is_not_null()).then(
+            pl.concat_str(
+                pl.lit(json.dumps(key, ensure_ascii=False) + ":"), json_value(pl.col(column))
+            )
         )
-        for key in sorted(METADATA_KEYS)
+        for key, column in columns.items()
     ]
-    body = pl.concat_str(pieces, separator=",", ignore_nulls=True)
+    body = pl.concat_str(pieces, separator=",", ignore_nulls=True) if pieces else pl.lit("")
     return pl.concat_str(pl.lit("{"), body, pl.lit("}"))
+
+
+def metadata_json() -> pl.Expr:
+    """`metadata` as JSON object text: the known `md_*` fields, then the `md_extra` entries.
+
+    Known keys come first (sorted, values through `json_value`, blanks dropped), then the entries
+    outside `METADATA_KEYS` exactly as `md_extra` holds them (keys sorted); `{}` when none.
+    """
+    known = json_object({key: f"md_{key}" for key in sorted(METADATA_KEYS)})
+    extra = pl.col("md_extra")
+    no_extra = extra.is_null() | (extra == "{}")
+    return (
+        pl.when(no_extra)
+        .then(known)
+        .when(known == "{}")
+        .then(extra)
+        .otherwise(
+            pl.concat_str(known.str.strip_suffix("}"), pl.lit(","), extra.str.strip_prefix("{"))
+        )
+    )

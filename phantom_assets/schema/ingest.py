@@ -41,6 +41,7 @@ CANONICAL_SCHEMA: Final[dict[str, pl.DataType]] = {
     "metadata": pl.String(),
     "actor": pl.String(),
     "label_source": pl.String(),
+    "ts_source": pl.String(),  # validate.TS_FROM_PAYLOAD | validate.TS_FROM_KAFKA_RECORD
 }
 QUARANTINE_SCHEMA: Final[dict[str, pl.DataType]] = {
     "source_row": pl.Int64(),

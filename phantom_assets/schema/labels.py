@@ -14,6 +14,7 @@ import polars as pl
 
 from phantom_assets.constants import ACTORS, UNKNOWN_ACTOR
 from phantom_assets.schema.detect import UnreadableFileError
+from phantom_assets.schema.encoding import INVALID_BYTES_MARK, decode_text
 from phantom_assets.schema.raw_formats import (
     EXPERIMENTS_SIDECAR_NAME,
     EXPERIMENTS_SIDECAR_SUFFIX,
@@ -54,14 +55,20 @@ def read_sidecar(path: Path) -> pl.DataFrame:
     """Experiment labels beside `path` as (`experiment_id`, `sidecar_actor`); empty if none.
 
     Raises:
-        UnreadableFileError: a sidecar exists but is not a CSV with `experimentId` and
-            `xp_human_only` columns (the message names the sidecar).
+        UnreadableFileError: a sidecar exists but is not text (UTF-8, or UTF-16/32 with a BOM)
+            nor a CSV with `experimentId` and `xp_human_only` columns (the message names it).
     """
     sidecar = find_sidecar(path)
     if sidecar is None:
         return pl.DataFrame(schema=SIDECAR_SCHEMA)
     try:
-        table = pl.read_csv(sidecar, infer_schema=False)
+        text = decode_text(sidecar.read_bytes())  # BOM-aware, like the batch files
+    except OSError as error:
+        raise UnreadableFileError(sidecar, f"cannot read the file ({error.strerror})") from error
+    if INVALID_BYTES_MARK in text:
+        raise UnreadableFileError(sidecar, "experiments sidecar holds bytes that are not text")
+    try:
+        table = pl.read_csv(text.encode(), infer_schema=False)
     except Exception as error:  # polars raises several types for unparseable CSV
         raise UnreadableFileError(sidecar, f"experiments sidecar not readable ({error})") from error
     missing = [c for c in ("experimentId", "xp_human_only") if c not in table.columns]

@@ -25,6 +25,12 @@ One file = one batch. The reader detects the format from the file's *content*, n
 Flat event payload (Kafka `value.payload` and JSON Lines rows): `sessionId, experimentId,
 storeMode, ts (epoch ms), page, eventName, productId, metadata {..}, userAgent`, plus `price` on
 price logs. Label precedence in the canonical event: experiment sidecar > actor column > none.
+
+Edges every format shares: text files are UTF-8, or UTF-8/UTF-16/UTF-32 with a byte-order mark.
+Payload fields and the known `METADATA_KEYS` hold single values (an array or object quarantines
+the record as `non_scalar_value`); other metadata keys (or `metadata_<key>` columns) are kept in
+the canonical `metadata` JSON. A record without `ts` takes its Kafka record timestamp (envelope
+`timestamp`, or the table's `kafka_timestamp`), and the canonical `ts_source` says so.
 """
 
 from __future__ import annotations

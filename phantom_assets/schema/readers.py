@@ -14,7 +14,7 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import polars as pl
 
@@ -25,20 +25,16 @@ from phantom_assets.schema.detect import (
     WHOCLICKEDIT_PARQUET,
     UnreadableFileError,
 )
+from phantom_assets.schema.encoding import decode_text
+from phantom_assets.schema.payloads import PayloadLocator, add_json_checks, payload_fields
 from phantom_assets.schema.raw_formats import (
     KAFKA_INTERACTIONS_TOPIC,
     KAFKA_PRICE_TOPIC,
     PAYLOAD_FIELDS,
 )
-from phantom_assets.schema.staging import (
-    TABLE_COLUMNS,
-    conform,
-    decode_text,
-    mark_encoding,
-    payload_fields,
-)
+from phantom_assets.schema.staging import conform, mark_encoding
+from phantom_assets.schema.tables import check_header, parquet_as_text, table_fields
 
-REQUIRED_TABLE_COLUMNS: Final[tuple[str, ...]] = ("sessionId", "storeMode", "ts", "eventName")
 _TOPIC_RECORD_TYPES: Final[dict[str, str]] = {
     KAFKA_INTERACTIONS_TOPIC: "interaction",
     KAFKA_PRICE_TOPIC: "price_log",
@@ -68,23 +64,41 @@ def _json_object_problem(text: str) -> str | None:
     return None
 
 
-def _with_payload(frame: pl.DataFrame, payload: pl.Expr, what: str) -> pl.DataFrame:
-    """Add the payload fields and flag rows whose payload is not a JSON object."""
+def _kafka_payload(envelope: Any) -> Any:
+    """The payload inside a parsed Kafka envelope (`value` may hold JSON text), else None."""
+    value = envelope.get("value") if isinstance(envelope, dict) else None
+    if isinstance(value, str):
+        value = json.loads(value, strict=False)
+    return value.get("payload") if isinstance(value, dict) else None
+
+
+def _same(record: Any) -> Any:
+    """A JSON Lines record is the payload itself."""
+    return record
+
+
+def _with_payload(
+    frame: pl.DataFrame, payload: pl.Expr, what: str, locate: PayloadLocator
+) -> pl.DataFrame:
+    """Add the payload fields; flag payloads that are not JSON objects or hold non-scalars."""
     # Materialise the payload once: every field below re-parses it, never the envelope.
     frame = frame.with_columns(payload.alias("__payload")).with_columns(
         pl.col("__payload").str.json_path_match("$.metadata").alias("__metadata")
     )
     payload, metadata = pl.col("__payload"), pl.col("__metadata")
+    frame = add_json_checks(frame.with_columns(payload_fields(payload, metadata)), locate)
     bad = payload.is_null() | ~payload.str.starts_with("{")
     bad_metadata = metadata.is_not_null() & ~metadata.str.starts_with("{")
     detail = pl.format(f"{what}: {{}}", pl.col("raw").str.slice(0, _SNIPPET))
     return frame.with_columns(
-        *payload_fields(payload, metadata),
-        pre_reason=pl.when(bad | bad_metadata).then(pl.lit("malformed_json")),
+        pre_reason=pl.when(bad | bad_metadata)
+        .then(pl.lit("malformed_json"))
+        .otherwise(pl.col("__problem_reason")),
         pre_detail=pl.when(bad)
         .then(detail)
         .when(bad_metadata)
-        .then(pl.format("metadata is not a JSON object: {}", metadata.str.slice(0, _SNIPPET))),
+        .then(pl.format("metadata is not a JSON object: {}", metadata.str.slice(0, _SNIPPET)))
+        .otherwise(pl.col("__problem_detail")),
     )
 
 
@@ -97,7 +111,7 @@ def read_jsonl(path: Path) -> pl.DataFrame:
     lines = pl.DataFrame({"raw": text.split("\n")}).select(pl.col("raw").str.strip_suffix("\r"))
     frame = lines.filter(pl.col("raw").str.strip_chars() != "").with_row_index("source_row")
     payload = pl.col("raw").str.json_path_match("$")  # null when the line is not one JSON value
-    frame = _with_payload(frame, payload, "line is not a JSON object")
+    frame = _with_payload(frame, payload, "line is not a JSON object", _same)
     return mark_encoding(conform(frame))
 
 
@@ -125,8 +139,11 @@ def read_kafka(path: Path) -> pl.DataFrame:
     frame = pl.DataFrame({"raw": raws}, schema={"raw": pl.String}).with_row_index("source_row")
     value = pl.col("raw").str.json_path_match("$.value")  # object text, or a JSON-text string
     payload = value.str.json_path_match("$.payload")
-    frame = _with_payload(frame, payload, "envelope has no value.payload object")
-    frame = frame.with_columns(record_type=pl.lit(_topic_record_type(path), pl.String))
+    frame = _with_payload(frame, payload, "envelope has no value.payload object", _kafka_payload)
+    frame = frame.with_columns(
+        record_type=pl.lit(_topic_record_type(path), pl.String),
+        kafka_ts=pl.col("raw").str.json_path_match("$.timestamp"),  # fallback for a missing ts
+    )
     return mark_encoding(conform(frame))
 
 
@@ -138,23 +155,6 @@ def _csv_field_limit() -> Iterator[None]:
         yield
     finally:
         csv.field_size_limit(previous)
-
-
-def _check_header(path: Path, header: list[str]) -> None:
-    duplicated = sorted({name for name in header if header.count(name) > 1})
-    if duplicated:
-        raise UnreadableFileError(path, f"the header repeats the columns {duplicated}")
-    missing = [name for name in REQUIRED_TABLE_COLUMNS if name not in header]
-    if missing:
-        raise UnreadableFileError(path, f"the table lacks the required columns {missing}")
-
-
-def _table_fields(frame: pl.DataFrame) -> list[pl.Expr]:
-    """Map whoclickedit columns onto staging fields (absent optional columns become null)."""
-    return [
-        (pl.col(column) if column in frame.columns else pl.lit(None, pl.String)).alias(name)
-        for name, column in TABLE_COLUMNS.items()
-    ]
 
 
 def read_csv(path: Path) -> pl.DataFrame:
@@ -172,7 +172,7 @@ def read_csv(path: Path) -> pl.DataFrame:
     if not rows:
         raise UnreadableFileError(path, "the file is empty (no records, not even a header)")
     header = [name.strip() for name in rows[0]]
-    _check_header(path, header)
+    check_header(path, header)
     fields = pl.Series("__fields", rows[1:], dtype=pl.List(pl.String))
     frame = pl.DataFrame([fields]).with_row_index("source_row")
     frame = frame.with_columns(
@@ -190,7 +190,7 @@ def read_csv(path: Path) -> pl.DataFrame:
             pl.format(f"row has {{}} fields, the header has {len(header)}", width)
         ),
     )
-    frame = frame.with_columns(_table_fields(frame))
+    frame = frame.with_columns(table_fields(frame))
     return mark_encoding(conform(frame))
 
 
@@ -200,20 +200,13 @@ def read_parquet(path: Path) -> pl.DataFrame:
         table = pl.read_parquet(path)
     except Exception as error:  # polars raises several types for corrupt/truncated files
         raise UnreadableFileError(path, f"not readable as Parquet ({error})") from error
-    _check_header(path, table.columns)
-    as_epoch = [
-        pl.col(name).dt.epoch("ms")
-        for name, dtype in table.schema.items()
-        if isinstance(dtype, pl.Datetime)
-    ]
-    try:
-        table = table.with_columns(as_epoch).with_columns(pl.all().cast(pl.String))
-    except pl.exceptions.PolarsError as error:
-        raise UnreadableFileError(path, f"a column cannot be read as text ({error})") from error
+    check_header(path, table.columns)
+    columns = table.columns
+    table = parquet_as_text(path, table)
     frame = table.with_row_index("source_row").with_columns(
-        raw=pl.struct(table.columns).struct.json_encode()
+        raw=pl.struct(columns).struct.json_encode()
     )
-    frame = frame.with_columns(_table_fields(frame))
+    frame = frame.with_columns(table_fields(frame))
     return conform(frame)
 
 

@@ -22,12 +22,27 @@ from phantom_assets.constants import (
     VOCABULARY,
 )
 from phantom_assets.schema import fields
-from phantom_assets.schema.staging import STAGING_FIELDS, TABLE_COLUMNS
+from phantom_assets.schema.payloads import NON_SCALAR_VALUE
+from phantom_assets.schema.staging import SOURCE_NAMES, STAGING_FIELDS
 
-# Local reason (not in constants.QUARANTINE_REASONS yet): pages under ADMIN_PAGE_PREFIX are
+# Local reasons (not in constants.QUARANTINE_REASONS yet). Pages under ADMIN_PAGE_PREFIX are
 # dropped from the events *via* the quarantine, so that rows_in == rows_kept + rows_quarantined.
+# A JSON array/object in a scalar field (readers, `payloads.py`, `tables.py`) and a control
+# character inside an id are refused rather than kept as odd text.
 ADMIN_PAGE: Final[str] = "admin_page"
-ALL_REASONS: Final[tuple[str, ...]] = (*QUARANTINE_REASONS, ADMIN_PAGE)
+CONTROL_CHARACTER_IN_ID: Final[str] = "control_character_in_id"
+ALL_REASONS: Final[tuple[str, ...]] = (
+    *QUARANTINE_REASONS,
+    NON_SCALAR_VALUE,
+    CONTROL_CHARACTER_IN_ID,
+    ADMIN_PAGE,
+)
+ID_FIELDS: Final[tuple[str, ...]] = ("session_id", "experiment_id", "product_id")
+# Unicode category Cc: C0 controls (NUL, tab, newline ...), DEL and the C1 controls.
+CONTROL_CHARACTERS: Final[str] = r"[\x00-\x1f\x7f-\x9f]"
+# `ts_source` values: the record's own `ts`, or the Kafka record timestamp when `ts` is missing.
+TS_FROM_PAYLOAD: Final[str] = "payload"
+TS_FROM_KAFKA_RECORD: Final[str] = "kafka_record"
 DUPLICATE_KEY: Final[tuple[str, ...]] = (
     "session_id",
     "ts",
@@ -43,19 +58,44 @@ _SNIPPET: Final[int] = 80
 
 def _show(name: str) -> pl.Expr:
     """Human-readable `sourceField='value'` of a staging column (truncated; `missing` if null)."""
-    source = TABLE_COLUMNS.get(name, name)
+    source = SOURCE_NAMES.get(name, name)
     value = pl.col(name).str.slice(0, _SNIPPET)
     return pl.concat_str(pl.lit(f"{source}='"), value, pl.lit("'")).fill_null(f"{source} missing")
+
+
+def _escaped(name: str) -> pl.Expr:
+    """`sourceField="value"` with control characters JSON-escaped (`\\u0000`), truncated."""
+    encoded = pl.struct(pl.col(name).str.slice(0, _SNIPPET).alias("v")).struct.json_encode()
+    value = encoded.str.strip_prefix('{"v":').str.strip_suffix("}")
+    return pl.concat_str(pl.lit(f"{SOURCE_NAMES.get(name, name)}="), value)
+
+
+def _id_with_control() -> pl.Expr:
+    """Detail naming the first id field holding a control character (null when none does)."""
+    return pl.coalesce(
+        pl.when(pl.col(name).str.contains(CONTROL_CHARACTERS)).then(
+            pl.concat_str(_escaped(name), pl.lit(" holds a control character"))
+        )
+        for name in ID_FIELDS
+    )
 
 
 def _normalized(accept_legacy_store: bool) -> list[pl.Expr]:
     """Typed canonical values next to the staged text (prefixed `n_`)."""
     event = fields.event_name("event")
+    use_record_ts = fields.text("ts").is_null() & fields.timestamp("kafka_ts").is_not_null()
     return [
         pl.col("session_id").alias("n_session_id"),
         fields.text("experiment_id").alias("n_experiment_id"),
         fields.token("store").alias("n_store"),
-        fields.timestamp("ts").alias("n_ts"),
+        pl.when(use_record_ts)
+        .then(fields.timestamp("kafka_ts"))
+        .otherwise(fields.timestamp("ts"))
+        .alias("n_ts"),
+        pl.when(use_record_ts)
+        .then(pl.lit(TS_FROM_KAFKA_RECORD))
+        .otherwise(pl.lit(TS_FROM_PAYLOAD))
+        .alias("n_ts_source"),
         event.alias("n_event"),
         fields.record_type("record_type", event).alias("n_record_type"),
         fields.text("page").alias("n_page"),
@@ -71,7 +111,7 @@ def _rules() -> list[tuple[str, pl.Expr, pl.Expr]]:
     """(reason, condition, detail) in priority order, over the `n_` columns."""
     lengths = [pl.col(name).str.len_chars() > MAX_FIELD_CHARS for name in STAGING_FIELDS]
     too_long = pl.coalesce(
-        pl.when(cond).then(pl.lit(TABLE_COLUMNS.get(name, name)))
+        pl.when(cond).then(pl.lit(SOURCE_NAMES.get(name, name)))
         for cond, name in zip(lengths, STAGING_FIELDS, strict=True)
     )
     is_price_log = pl.col("n_record_type") == PRICE_LOG
@@ -82,6 +122,12 @@ def _rules() -> list[tuple[str, pl.Expr, pl.Expr]]:
     )
     price = pl.col("n_price")
     page = pl.col("n_page").str.to_lowercase()
+    control = _id_with_control()
+    ts_detail = (
+        pl.when(fields.text("ts").is_null() & pl.col("kafka_ts").is_not_null())
+        .then(pl.concat_str(_show("ts"), pl.lit("; "), _show("kafka_ts")))
+        .otherwise(_show("ts"))
+    )
     return [
         (
             "field_too_long",
@@ -93,7 +139,8 @@ def _rules() -> list[tuple[str, pl.Expr, pl.Expr]]:
             fields.text("session_id").is_null(),
             _show("session_id"),
         ),
-        ("unparseable_timestamp", pl.col("n_ts").is_null(), _show("ts")),
+        (CONTROL_CHARACTER_IN_ID, control.is_not_null(), control),
+        ("unparseable_timestamp", pl.col("n_ts").is_null(), ts_detail),
         (
             "legacy_store",
             (pl.col("n_store") == LEGACY_STORE) & ~pl.col("accept_legacy"),
@@ -131,7 +178,7 @@ def _reason_and_detail() -> tuple[pl.Expr, pl.Expr]:
 
 
 def classify(staging: pl.LazyFrame, *, accept_legacy_store: bool) -> pl.LazyFrame:
-    """Add canonical `n_*` columns and a quarantine `reason`/`detail` (null when kept).
+    """Add canonical `n_*` columns (`n_ts_source` included) and a `reason`/`detail` (null: kept).
 
     Args:
         staging: a staging frame (`staging.STAGING_SCHEMA`), one row per raw record.

@@ -41,6 +41,7 @@ RAW_EVENTS_SCHEMA: dict[str, pl.DataType] = {
     "metadata": pl.Utf8(),
     "actor": pl.Utf8(),
     "label_source": pl.Utf8(),
+    "ts_source": pl.Utf8(),
 }
 T0 = datetime(2025, 1, 1, 23, 59, 58, tzinfo=UTC)
 BATCH_A = "2025-01-01_aaaa1111"
@@ -80,6 +81,7 @@ def _row(
         "metadata": "{}",
         "actor": actor,
         "label_source": label_source,
+        "ts_source": "payload",
     }
 
 
@@ -144,7 +146,8 @@ def _write_two_batch_lake(data_dir: Path) -> None:
         [
             _row("span-4", BATCH_B, 0, "s_span", 3, "add_item_to_cart", product_id="p1", **human),
             _row("span-5", BATCH_B, 1, "s_span", 4, "purchase_complete", product_id="p1", **human),
-            _row("span-q2", BATCH_B, 2, "s_span", 4, "price_quote", product_id="p1", price=110.0),
+            _row("span-q2", BATCH_B, 2, "s_span", 4, "price_quote", product_id="p1", price=110.0)
+            | {"ts_source": "kafka_record"},  # payload without ts: the envelope's time
             # dup-2 ingested again (same event id) at another position
             _row("dup-2", BATCH_B, 3, "s_dup", 2, "search", **agent),
         ],
@@ -263,6 +266,15 @@ def test_stg_events_gives_utc_times_whatever_the_session_time_zone(
         "select event_at from stg_events where event_id = 'span-1'"
     ).fetchone()
     assert event_at == T0.replace(tzinfo=None)
+
+
+def test_stg_events_keeps_where_each_timestamp_came_from(
+    warehouse: duckdb.DuckDBPyConnection,
+) -> None:
+    rows = warehouse.execute(
+        "select ts_source, count(*) from stg_events group by ts_source order by ts_source"
+    ).fetchall()
+    assert rows == [("kafka_record", 1), ("payload", 13)]
 
 
 def test_events_reingested_in_a_later_batch_are_counted_once(

@@ -32,6 +32,9 @@ renamed as (
         cast(actor as varchar) as actor,
         cast(label_source as varchar) as label_source,
 
+        -- provenance: 'payload' (the record's own ts) or 'kafka_record' (envelope timestamp)
+        cast(ts_source as varchar) as ts_source,
+
         -- timestamps: UTC wall clock, whatever the reading session's TimeZone
         timezone('UTC', ts) as event_at
 

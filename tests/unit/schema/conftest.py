@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
@@ -12,6 +13,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from phantom_assets.schema import ALL_REASONS, IngestResult
 from phantom_assets.schema.raw_formats import (
     EXPERIMENT_COLUMNS,
     METADATA_KEYS,
@@ -44,6 +46,32 @@ RECORDS: tuple[dict[str, Any], ...] = (
      "metadata": {"total": "199.80"}, "userAgent": "agent/1.0"},
 )  # fmt: skip
 ACTORS_BY_EXPERIMENT = {"xp-h": "human", "xp-a": "agent"}
+# How exports found in the wild are encoded: codec + byte-order mark written before the text.
+ENCODINGS: dict[str, tuple[str, bytes]] = {
+    "utf-8": ("utf-8", b""),
+    "utf-8-bom": ("utf-8", codecs.BOM_UTF8),
+    "utf-16-le-bom": ("utf-16-le", codecs.BOM_UTF16_LE),
+    "utf-16-be-bom": ("utf-16-be", codecs.BOM_UTF16_BE),
+}
+TEXT_FORMATS = ("jsonl", "kafka_json", "whoclickedit_csv")
+
+
+def encode(text: str, encoding: str = "utf-8") -> bytes:
+    """`text` as the bytes of an export saved in `encoding` (a key of `ENCODINGS`)."""
+    codec, bom = ENCODINGS[encoding]
+    return bom + text.encode(codec)
+
+
+def assert_accounted(result: IngestResult) -> None:
+    """Every record is in exactly one frame and the counts say so."""
+    counts = result.counts
+    kept, quarantined = result.events["source_row"], result.quarantine["source_row"]
+    assert counts["rows_in"] == counts["rows_kept"] + counts["rows_quarantined"]
+    assert (counts["rows_kept"], counts["rows_quarantined"]) == (kept.len(), quarantined.len())
+    assert sorted([*kept, *quarantined]) == list(range(counts["rows_in"]))
+    assert counts["rows_quarantined"] == sum(counts[r] for r in ALL_REASONS)
+    assert counts["admin_pages_dropped"] == counts["admin_page"]
+    assert set(result.quarantine["reason"]) <= set(ALL_REASONS)
 
 
 def payload(**changes: Any) -> dict[str, Any]:
@@ -62,9 +90,14 @@ def payload(**changes: Any) -> dict[str, Any]:
     return {**base, **changes}
 
 
-def write_jsonl(path: Path, records: Sequence[dict[str, Any]]) -> Path:
+def jsonl_text(records: Sequence[dict[str, Any]]) -> str:
+    """One JSON object per line (non-ASCII written as is)."""
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+
+
+def write_jsonl(path: Path, records: Sequence[dict[str, Any]], encoding: str = "utf-8") -> Path:
     """One JSON object per line."""
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    path.write_bytes(encode(jsonl_text(records), encoding))
     return path
 
 
@@ -75,7 +108,7 @@ def write_lines(path: Path, lines: Sequence[str | bytes]) -> Path:
     return path
 
 
-def write_kafka(path: Path, records: Sequence[Any]) -> Path:
+def kafka_text(records: Sequence[Any]) -> str:
     """A Kafka console export: a JSON array of envelopes (non-dicts are written as given)."""
     envelopes = [
         {
@@ -89,7 +122,12 @@ def write_kafka(path: Path, records: Sequence[Any]) -> Path:
         else r
         for i, r in enumerate(records)
     ]
-    path.write_text(json.dumps(envelopes, indent=1), encoding="utf-8")
+    return json.dumps(envelopes, indent=1, ensure_ascii=False)
+
+
+def write_kafka(path: Path, records: Sequence[Any], encoding: str = "utf-8") -> Path:
+    """A Kafka console export of `records` (see `kafka_text`)."""
+    path.write_bytes(encode(kafka_text(records), encoding))
     return path
 
 
@@ -112,13 +150,18 @@ def flat_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
     return [flat_row(r, ACTORS_BY_EXPERIMENT.get(r.get("experimentId"))) for r in records]
 
 
-def write_csv(path: Path, rows: Sequence[dict[str, str]]) -> Path:
-    """A whoclickedit CSV with the contract's columns."""
+def csv_text(rows: Sequence[dict[str, str]], columns: Sequence[str] = WHOCLICKEDIT_COLUMNS) -> str:
+    """A whoclickedit CSV (every field quoted: the stdlib leaves a lone CR unquoted)."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=WHOCLICKEDIT_COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n", quoting=csv.QUOTE_ALL)
     writer.writeheader()
     writer.writerows(rows)
-    path.write_text(buffer.getvalue(), encoding="utf-8")
+    return buffer.getvalue()
+
+
+def write_csv(path: Path, rows: Sequence[dict[str, str]], encoding: str = "utf-8") -> Path:
+    """A whoclickedit CSV with the contract's columns."""
+    path.write_bytes(encode(csv_text(rows), encoding))
     return path
 
 

@@ -55,6 +55,7 @@ def _canonical_oracle(record: dict) -> dict:
         "user_agent": record["userAgent"],
         "metadata": json.dumps(metadata, sort_keys=True, separators=(",", ":")),
         "actor": ACTORS_BY_EXPERIMENT[record["experimentId"]],
+        "ts_source": "payload",
     }
 
 

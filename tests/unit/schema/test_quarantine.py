@@ -22,21 +22,9 @@ from phantom_assets.constants import (
 from phantom_assets.schema import ALL_REASONS, IngestResult, parse_batch
 from phantom_assets.schema.raw_formats import METADATA_KEYS, WHOCLICKEDIT_COLUMNS
 
-from .conftest import T0, flat_row, payload, write_csv, write_lines
+from .conftest import T0, assert_accounted, flat_row, payload, write_csv, write_lines
 
 GOOD = json.dumps(payload())
-
-
-def _assert_accounted(result: IngestResult) -> None:
-    """Every record is in exactly one frame and the counts say so."""
-    counts = result.counts
-    kept, quarantined = result.events["source_row"], result.quarantine["source_row"]
-    assert counts["rows_in"] == counts["rows_kept"] + counts["rows_quarantined"]
-    assert (counts["rows_kept"], counts["rows_quarantined"]) == (kept.len(), quarantined.len())
-    assert sorted([*kept, *quarantined]) == list(range(counts["rows_in"]))
-    assert counts["rows_quarantined"] == sum(counts[r] for r in ALL_REASONS)
-    assert counts["admin_pages_dropped"] == counts["admin_page"]
-    assert set(result.quarantine["reason"]) <= set(ALL_REASONS)
 
 
 JSONL_CORPUS = [
@@ -78,7 +66,7 @@ def test_parse_batch_quarantines_bad_jsonl_lines(
 ) -> None:
     trailer = json.dumps(payload(sessionId="s-last"))
     result = parse_batch(write_lines(tmp_path / "b.jsonl", [GOOD, bad_line, trailer]), "b1")
-    _assert_accounted(result)
+    assert_accounted(result)
     assert result.quarantine.select("source_row", "reason").rows() == [(1, reason)]
     assert result.events["source_row"].to_list() == [0, 2]
     assert result.counts[reason] == 1
@@ -102,7 +90,7 @@ def test_parse_batch_keeps_the_legacy_store_when_accepted(tmp_path: Path) -> Non
     assert parse_batch(path, "b1").quarantine["reason"].to_list() == ["legacy_store"]
     result = parse_batch(path, "b1", accept_legacy_store=True)
     assert result.events["store"].to_list() == ["shop"]
-    _assert_accounted(result)
+    assert_accounted(result)
 
 
 def test_parse_batch_keeps_the_first_of_duplicates(tmp_path: Path) -> None:
@@ -138,7 +126,7 @@ def test_parse_batch_quarantines_csv_rows_with_the_wrong_column_count(tmp_path: 
     path = tmp_path / "b.csv"
     path.write_text(text, encoding="utf-8")
     result = parse_batch(path, "b1")
-    _assert_accounted(result)
+    assert_accounted(result)
     assert result.quarantine["reason"].to_list() == ["malformed_row", "malformed_row"]
     width = len(WHOCLICKEDIT_COLUMNS)
     assert result.quarantine["detail"].to_list() == [
@@ -168,7 +156,7 @@ def test_parse_batch_quarantines_bad_csv_rows(
     good = flat_row(payload(), actor="agent")
     rows = [good, good | {"sessionId": "s-other"} | changes]
     result = parse_batch(write_csv(tmp_path / "b.csv", rows), "b1")
-    _assert_accounted(result)
+    assert_accounted(result)
     assert result.quarantine.select("source_row", "reason").rows() == [(1, reason)]
 
 
@@ -178,7 +166,7 @@ def test_parse_batch_quarantines_csv_rows_with_invalid_bytes(tmp_path: Path) -> 
     path = tmp_path / "b.csv"
     path.write_bytes(data)
     result = parse_batch(path, "b1")
-    _assert_accounted(result)
+    assert_accounted(result)
     assert result.quarantine.select("source_row", "reason").rows() == [(1, "invalid_encoding")]
     assert "\ufffd" in result.quarantine["raw"].item()
 
@@ -188,7 +176,7 @@ def test_parse_batch_quarantines_broken_kafka_envelopes(tmp_path: Path) -> None:
     path = tmp_path / "b.json"
     path.write_text(json.dumps(envelopes), encoding="utf-8")
     result = parse_batch(path, "b1")
-    _assert_accounted(result)
+    assert_accounted(result)
     assert result.quarantine["reason"].to_list() == ["malformed_json"] * 3
     assert result.quarantine["raw"].to_list()[0] == "42"
 
@@ -250,7 +238,7 @@ def test_parse_batch_accounts_for_every_jsonl_line(first: dict, lines: list[byte
     with tempfile.TemporaryDirectory() as folder:
         path = write_lines(Path(folder) / "b.jsonl", [json.dumps(first).encode(), *lines])
         result = parse_batch(path, "b1")
-    _assert_accounted(result)
+    assert_accounted(result)
     assert result.counts["rows_in"] == len(lines) + 1
     _assert_events_are_canonical(result)
 
@@ -280,6 +268,6 @@ def test_parse_batch_accounts_for_every_csv_row(rows: list[list[str]], corrupt: 
         path = Path(folder) / "b.csv"
         path.write_bytes(data)
         result = parse_batch(path, "b1")
-    _assert_accounted(result)
+    assert_accounted(result)
     assert result.counts["rows_in"] == len(rows)
     _assert_events_are_canonical(result)

@@ -5,14 +5,33 @@ import polars as pl
 
 from orchestration.resources import HubResource, StorageResource
 from phantom_assets.assets.metadata import artifact_version, code_version_of
-from phantom_assets.publish import CardParams, PublishInputs, publish, stage_dataset
+from phantom_assets.publish import CardParams, PublishInputs, PublishResult, publish, stage_dataset
 from phantom_assets.storage import read_partitions, write_json_atomic
 
 
 class PublishConfig(dg.Config):
-    """Run-time knobs of a publish run."""
+    """Run-time knobs of a publish run (`None`: as the `hub` resource says)."""
 
-    dry_run: bool = False  # plan the commit even when a token and repo are configured
+    dry_run: bool = False  # plan the commit (adds and deletes) even with a token and repo
+    private: bool | None = None  # create the repo private; `phantom publish --public` -> False
+    revision: str | None = None  # branch to commit to, created if missing
+
+
+def publish_metadata(result: PublishResult) -> dict[str, object]:
+    """Materialization metadata of a publish: target, visibility, commit and operation counts."""
+    return {
+        "dry_run": result.dry_run,
+        "repo_id": result.repo_id or "",
+        "revision": result.revision,
+        "private_requested": result.private,
+        "repo_private": "unknown" if result.repo_private is None else result.repo_private,
+        "commit_url": dg.MetadataValue.url(result.commit_url) if result.commit_url else "",
+        "commit_oid": result.commit_oid or "",
+        "n_files_added": len(result.paths("add")),
+        "n_files_deleted": len(result.paths("delete")),
+        "deleted_files": result.paths("delete"),
+        "warnings": list(result.warnings),
+    }
 
 
 @dg.asset(
@@ -28,8 +47,8 @@ def hf_dataset(
     hub: HubResource,
 ) -> dg.MaterializeResult:
     """The session dataset in the whoclickedit layout (parquet + CSV), per-store kernels and the
-    contaminated datasets as extra configs, with a dataset card; committed to the Hub in ONE
-    commit when a token and repo are configured, otherwise a dry run recording the plan."""
+    contaminated datasets as extra configs, with a dataset card; committed to a (by default
+    private) Hub repo in ONE commit that also deletes stale files, or a dry run with the plan."""
     settings = storage.settings()
     lake = settings.lake_dir
     inputs = PublishInputs(
@@ -41,16 +60,17 @@ def hf_dataset(
         card=CardParams(config_hash=settings.config_hash),
     )
     staged = stage_dataset(inputs, settings.publish_dir / "hf_dataset")
-    token = None if config.dry_run else hub.token
-    result = publish(staged, hub.repo_id, token, endpoint=hub.endpoint)
-    plan_path = settings.publish_dir / "last_publish.json"
-    write_json_atomic(
-        {"dry_run": result.dry_run, "repo_id": result.repo_id, "commit_url": result.commit_url,
-         "commit_oid": result.commit_oid, "operations": list(result.operations)},
-        plan_path,
+    private = hub.private if config.private is None else config.private
+    result = publish(
+        staged, hub.repo_id, hub.token, endpoint=hub.endpoint, private=private,
+        revision=config.revision or hub.revision, dry_run=config.dry_run,
     )  # fmt: skip
+    plan_path = settings.publish_dir / "last_publish.json"
+    write_json_atomic(result.to_dict(), plan_path)
+    for warning in result.warnings:
+        context.log.warning(warning)
     outcome = f"published {result.commit_url}" if not result.dry_run else "dry run"
-    context.log.info(f"{outcome}: {len(result.operations)} files")
+    context.log.info(f"{outcome}: {len(result.operations)} operations")
     version, artifacts = artifact_version(*(staged.path / f for f in staged.files))
     return dg.MaterializeResult(
         data_version=version,
@@ -58,10 +78,7 @@ def hf_dataset(
             **artifacts,
             "staged_folder": dg.MetadataValue.path(str(staged.path)),
             "plan": dg.MetadataValue.path(str(plan_path)),
-            "dry_run": result.dry_run,
-            "repo_id": result.repo_id or "",
-            "commit_url": dg.MetadataValue.url(result.commit_url) if result.commit_url else "",
-            "commit_oid": result.commit_oid or "",
+            **publish_metadata(result),
             "configs": list(staged.configs),
             **{f"n_{k}": v for k, v in staged.counts.items()},
         },

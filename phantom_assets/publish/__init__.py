@@ -4,26 +4,35 @@ Pure apart from the folder it stages and the Hub calls of `publish`. Typical use
 `hf_dataset` asset::
 
     staged = stage_dataset(PublishInputs(events, kernels, contaminated), settings.publish_dir)
-    handler.addFilter(RedactingFilter(token))
-    result = publish(staged, repo_id, token)  # dry run when token or repo_id is missing
+    result = publish(staged, repo_id, token, private=True, revision="main")
+    # one commit: adds every staged file, deletes stale ones; dry run without token or repo
 """
 
 from phantom_assets.publish.card import (
+    REQUIRED_FIELDS,
+    REQUIRED_SECTIONS,
     SIZE_CATEGORIES,
     CardParams,
     ConfigInfo,
+    build_card,
+    check_card,
     render_card,
     size_category,
 )
 from phantom_assets.publish.hub import (
+    DEFAULT_BRANCH,
     DEFAULT_COMMIT_MESSAGE,
+    KEEP_IN_REPO,
     PublishError,
     PublishResult,
+    RemoteState,
     plan_operations,
     publish,
+    visibility_warning,
 )
 from phantom_assets.publish.redact import REDACTED, RedactingFilter, redact, redacting_logs
 from phantom_assets.publish.stage import (
+    CARD_PATH,
     CONFIG_PATHS,
     CONTAMINATED_COLUMNS,
     KERNEL_COLUMNS,
@@ -40,12 +49,17 @@ from phantom_assets.publish.table import (
 )
 
 __all__ = [
+    "CARD_PATH",
     "CONFIG_PATHS",
     "CONTAMINATED_COLUMNS",
+    "DEFAULT_BRANCH",
     "DEFAULT_COMMIT_MESSAGE",
     "INGEST_FORMAT",
+    "KEEP_IN_REPO",
     "KERNEL_COLUMNS",
     "REDACTED",
+    "REQUIRED_FIELDS",
+    "REQUIRED_SECTIONS",
     "SESSIONS_CSV",
     "SIZE_CATEGORIES",
     "WHOCLICKEDIT_SCHEMA",
@@ -55,7 +69,10 @@ __all__ = [
     "PublishInputs",
     "PublishResult",
     "RedactingFilter",
+    "RemoteState",
     "StagedDataset",
+    "build_card",
+    "check_card",
     "plan_operations",
     "publish",
     "redact",
@@ -64,5 +81,6 @@ __all__ = [
     "size_category",
     "stage_dataset",
     "uncastable_metadata",
+    "visibility_warning",
     "whoclickedit_table",
 ]

@@ -1,4 +1,11 @@
-"""The dataset card (`README.md` with YAML front matter) of the published dataset (DESIGN §7).
+"""The dataset card (`README.md`) of the published dataset (DESIGN §7).
+
+The YAML header is built with `huggingface_hub.DatasetCardData` and the card with
+`huggingface_hub.DatasetCard`; the body follows the sections of the Hub's dataset-card template
+(`huggingface_hub/templates/datasetcard_template.md`), including *Personal and Sensitive
+Information* and *Bias, Risks, and Limitations*. `DatasetCard.validate()` posts the card to the
+Hub, so offline the card is checked by `check_card`: the header round-trips through
+`DatasetCardData`, carries every required field, and the body has every required heading.
 
 Rendering is deterministic: the same counts and parameters give the same bytes (no dates), so the
 staged folder's content hash only changes when the data or the card parameters change.
@@ -8,11 +15,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
-import yaml
+from phantom_assets.publish.card_text import card_body
 
-__all__ = ["SIZE_CATEGORIES", "CardParams", "ConfigInfo", "render_card", "size_category"]
+if TYPE_CHECKING:
+    from huggingface_hub import DatasetCard
+
+__all__ = [
+    "REQUIRED_FIELDS",
+    "REQUIRED_SECTIONS",
+    "SIZE_CATEGORIES",
+    "CardParams",
+    "ConfigInfo",
+    "build_card",
+    "check_card",
+    "render_card",
+    "size_category",
+]
 
 # Hugging Face's size buckets, by upper bound (exclusive); the last one is open-ended.
 SIZE_CATEGORIES: Final[tuple[tuple[float, str], ...]] = (
@@ -27,6 +47,27 @@ SIZE_CATEGORIES: Final[tuple[tuple[float, str], ...]] = (
     (1e11, "10B<n<100B"),
     (1e12, "100B<n<1T"),
     (float("inf"), "n>1T"),
+)
+REQUIRED_FIELDS: Final[tuple[str, ...]] = (
+    "license", "pretty_name", "task_categories", "tags", "size_categories", "configs",
+)  # fmt: skip
+# Headings of the Hub template the card must have (the template's own levels).
+REQUIRED_SECTIONS: Final[tuple[str, ...]] = (
+    "## Dataset Details",
+    "### Dataset Description",
+    "## Uses",
+    "### Direct Use",
+    "### Out-of-Scope Use",
+    "## Dataset Structure",
+    "## Dataset Creation",
+    "### Curation Rationale",
+    "### Source Data",
+    "#### Data Collection and Processing",
+    "#### Who are the source data producers?",
+    "#### Personal and Sensitive Information",
+    "## Bias, Risks, and Limitations",
+    "### Recommendations",
+    "## Citation",
 )
 DEFAULT_CITATION: Final[str] = """@misc{phantom_sessions,
   title        = {PHANTOM storefront sessions: humans and LLM agents on hotel and airline shops},
@@ -80,15 +121,17 @@ def size_category(n_rows: int) -> str:
     return next(label for bound, label in SIZE_CATEGORIES if n_rows < bound)
 
 
-def _front_matter(params: CardParams, configs: Sequence[ConfigInfo], n_rows: int) -> str:
-    """YAML metadata block (between `---` lines) with one `configs` entry per config."""
-    meta = {
-        "license": params.license,
-        "pretty_name": params.pretty_name,
-        "task_categories": list(params.task_categories),
-        "tags": list(params.tags),
-        "size_categories": [size_category(n_rows)],
-        "configs": [
+def _card_data(params: CardParams, configs: Sequence[ConfigInfo], n_rows: int) -> Any:
+    """The `DatasetCardData` header: one `configs` entry per config, the first the default."""
+    from huggingface_hub import DatasetCardData  # heavy import, only when a card is built
+
+    return DatasetCardData(
+        license=params.license,
+        pretty_name=params.pretty_name,
+        task_categories=list(params.task_categories),
+        tags=list(params.tags),
+        size_categories=[size_category(n_rows)],
+        configs=[
             {
                 "config_name": config.name,
                 "data_files": [{"split": "train", "path": config.path}],
@@ -96,63 +139,46 @@ def _front_matter(params: CardParams, configs: Sequence[ConfigInfo], n_rows: int
             }
             for index, config in enumerate(configs)
         ],
-    }
-    return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A markdown table."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def _counts_section(counts: Mapping[str, int], groups: Sequence[Mapping[str, object]]) -> str:
-    """Totals and the store x actor breakdown."""
-    totals = _table(("quantity", "value"), sorted(counts.items()))
-    by_group = _table(
-        ("store", "actor", "sessions", "rows"),
-        [(g["store"], g["actor"], g["sessions"], g["rows"]) for g in groups],
     )
-    return f"## Counts\n\n{totals}\n\nBy store and actor (`unknown` = unlabeled):\n\n{by_group}\n"
 
 
-def _schema_section(configs: Sequence[ConfigInfo]) -> str:
-    """One column/dtype table per config."""
-    parts = ["## Schema\n"]
-    for config in configs:
-        parts.append(f"### `{config.name}` (`{config.path}`)\n\n{config.description}\n")
-        parts.append(_table(("column", "dtype"), config.columns) + "\n")
-    return "\n".join(parts)
+def build_card(
+    params: CardParams,
+    configs: Sequence[ConfigInfo],
+    counts: Mapping[str, int],
+    groups: Sequence[Mapping[str, object]],
+) -> DatasetCard:
+    """The dataset card: `DatasetCardData` header, then the Hub template's sections.
 
+    Args:
+        params: License, names, tags, citation.
+        configs: Configs present, the default (session table) first.
+        counts: Totals shown under Dataset Structure; `rows` sets `size_categories`.
+        groups: Rows `{store, actor, sessions, rows}` for the breakdown table.
 
-_COLLECTION = """## Collection method
+    Returns:
+        The `huggingface_hub.DatasetCard`.
 
-Storefront sessions of human visitors and LLM shopping agents on a hotel shop and an airline shop,
-logged as Kafka events (`user-interactions`, `price-logs`) and exported as raw batches. The PHANTOM
-pipeline ingests every batch (format detected from content), maps event names onto a 17-name
-canonical vocabulary, drops `/admin/` pages and quarantines malformed rows with a reason; nothing
-is silently lost. Labels come from the experiment sidecar (`xp_human_only`) or the actor column;
-unlabeled sessions have empty `actor_type` / `is_agent`. The session table is flattened back into
-the public `whoclickedit` column layout: `source_file` is the PHANTOM batch id, `source_row_index`
-the row inside it, `ingest_format` is `phantom_canonical`, and `kafka_*` columns are empty because
-the canonical events do not keep Kafka coordinates. Data made by `phantom simulate` is synthetic.
-"""
-_INTENDED_USE = """## Intended use
+    Raises:
+        ValueError: no config, or `counts` lacks `rows`.
+    """
+    from huggingface_hub import DatasetCard
 
-Research on telling LLM shopping agents from human visitors by their navigation (Markov
-transition kernels, divergence scores), on how agent traffic leaks the *cost of information* of
-session-based dynamic pricing, and on robust pricing policies trained under contamination.
-"""
-_LIMITATIONS = """## Limitations
-
-- Two storefronts (hotel, airline) and the agents and humans who took part; behaviour elsewhere
-  may differ, and agent behaviour changes with model versions and prompts.
-- The `contaminated` config mixes real human sessions with *synthetic* agent sessions sampled from
-  a fitted kernel (`source = synthetic`); it is not observed agent traffic.
-- Detector scores `f` are model outputs, not ground truth. Not for decisions about individuals.
-- Metadata values that did not fit their column type are published as empty (see Counts).
-"""
+    if not configs:
+        raise ValueError("render_card needs at least the sessions config, got none")
+    if "rows" not in counts:
+        raise ValueError(f"counts must include 'rows', got keys {sorted(counts)}")
+    data = _card_data(params, configs, int(counts["rows"]))
+    body = card_body(
+        pretty_name=params.pretty_name,
+        license_id=params.license,
+        citation=params.citation,
+        config_hash=params.config_hash,
+        configs=[(c.name, c.path, c.rows, c.columns, c.description) for c in configs],
+        counts=counts,
+        groups=groups,
+    )
+    return DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{body}")
 
 
 def render_card(
@@ -161,36 +187,51 @@ def render_card(
     counts: Mapping[str, int],
     groups: Sequence[Mapping[str, object]],
 ) -> str:
-    """The full `README.md`: YAML front matter, then the body sections.
+    """The full `README.md` text of `build_card` (same arguments and errors)."""
+    return str(build_card(params, configs, counts, groups))
+
+
+def check_card(text: str) -> list[str]:
+    """Offline validation of a card: what is wrong with it (empty list: nothing found).
+
+    Checks that the YAML header parses into `DatasetCardData` and round-trips unchanged
+    (`DatasetCardData(**data.to_dict())`), that every `REQUIRED_FIELDS` entry is non-empty, that
+    `size_categories` holds Hub buckets, that each `configs` entry names a config and its data
+    files, and that the body has every `REQUIRED_SECTIONS` heading. `DatasetCard.validate()`
+    needs the Hub, so this is the check that runs without a network.
 
     Args:
-        params: License, names, tags, citation.
-        configs: Configs present, the default (session table) first.
-        counts: Totals shown in the Counts section; `rows` sets `size_categories`.
-        groups: Rows `{store, actor, sessions, rows}` for the breakdown table.
+        text: The card (`README.md`) text.
 
     Returns:
-        The card text.
-
-    Raises:
-        ValueError: no config, or `counts` lacks `rows`.
+        One message per problem.
     """
-    if not configs:
-        raise ValueError("render_card needs at least the sessions config, got none")
-    if "rows" not in counts:
-        raise ValueError(f"counts must include 'rows', got keys {sorted(counts)}")
-    overview = "\n".join(f"- `{c.name}`: {c.rows} rows, `{c.path}`" for c in configs)
-    provenance = f"\nBuilt with PHANTOM configuration `{params.config_hash}`.\n"
-    body = [
-        f"# {params.pretty_name}\n",
-        "Flattened storefront event log (one row per event or price quote) in the `whoclickedit`"
-        f" column layout, with extra configs from the PHANTOM pipeline.\n\n{overview}\n"
-        + (provenance if params.config_hash else ""),
-        _counts_section(counts, groups),
-        _schema_section(configs),
-        _COLLECTION,
-        _INTENDED_USE,
-        _LIMITATIONS,
-        f"## Citation\n\n```bibtex\n{params.citation.strip()}\n```\n",
+    import yaml
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    try:
+        card = DatasetCard(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        return [f"YAML header does not parse into DatasetCardData: {exc}"]
+    meta = card.data.to_dict()
+    problems = [
+        f"header field {name!r} is missing or empty"
+        for name in REQUIRED_FIELDS
+        if not meta.get(name)
     ]
-    return _front_matter(params, configs, int(counts["rows"])) + "\n" + "\n".join(body)
+    if DatasetCardData(**meta).to_dict() != meta:
+        problems.append("header does not round-trip through DatasetCardData")
+    known = {label for _, label in SIZE_CATEGORIES}
+    problems += [
+        f"size category {s!r} is not a Hub bucket"
+        for s in meta.get("size_categories") or []
+        if s not in known
+    ]
+    for entry in meta.get("configs") or []:
+        if not entry.get("config_name") or not entry.get("data_files"):
+            problems.append(f"configs entry {entry!r} lacks config_name or data_files")
+    lines = {line.rstrip() for line in card.text.splitlines()}
+    problems += [
+        f"section {heading!r} is missing" for heading in REQUIRED_SECTIONS if heading not in lines
+    ]
+    return problems

@@ -16,10 +16,11 @@ from typing import Final
 
 import polars as pl
 
-from phantom_assets.publish.card import CardParams, ConfigInfo, render_card
+from phantom_assets.publish.card import CardParams, ConfigInfo, check_card, render_card
 from phantom_assets.publish.table import uncastable_metadata, whoclickedit_table
 
 __all__ = [
+    "CARD_PATH",
     "CONFIG_PATHS",
     "CONTAMINATED_COLUMNS",
     "KERNEL_COLUMNS",
@@ -171,7 +172,8 @@ def stage_dataset(inputs: PublishInputs, out_dir: Path) -> StagedDataset:
         The `StagedDataset` (files, configs, counts).
 
     Raises:
-        ValueError: no events, or an input frame lacks required columns.
+        ValueError: no events, an input frame lacks required columns, or the card fails
+            `check_card` (e.g. an empty tag list).
     """
     if inputs.events.height == 0:
         raise ValueError("events frame is empty; there is no session table to publish")
@@ -190,6 +192,9 @@ def stage_dataset(inputs: PublishInputs, out_dir: Path) -> StagedDataset:
         for name, frame in {"sessions": table, **extra}.items()
     ]
     card = render_card(inputs.card, configs, counts, _groups(table))
+    problems = check_card(card)
+    if problems:
+        raise ValueError(f"the dataset card fails the offline card checks: {problems}")
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp."))

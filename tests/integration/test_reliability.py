@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -83,9 +84,10 @@ def hub(monkeypatch: pytest.MonkeyPatch):
     server.stop()
 
 
-def test_publishing_commits_once_and_the_token_reaches_no_log_metadata_or_file(
+def test_publishing_commits_once_privately_and_the_token_reaches_no_log_metadata_or_file(
     settings: Settings, hub: FakeHub
 ):
+    """Session data (user agents, session ids) must land in a private repo by default."""
     simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
     resources = {
         **build_resources(settings),
@@ -100,6 +102,9 @@ def test_publishing_commits_once_and_the_token_reaches_no_log_metadata_or_file(
             str(entry) for run in instance.get_runs() for entry in instance.all_logs(run.run_id)
         ]
     assert len(hub.state.commits) == 1
+    assert hub.state.repos["lab/sessions"].private is True
+    plan = json.loads((settings.publish_dir / "last_publish.json").read_text())
+    assert (plan["private"], plan["repo_private"], plan["warnings"]) == (True, True, [])
     assert events and not [e for e in events if TOKEN in e]
     for path in settings.data_dir.rglob("*"):
         if path.is_file():

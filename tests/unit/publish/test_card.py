@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from huggingface_hub import DatasetCard
+from huggingface_hub import DatasetCard, DatasetCardData
 
-from phantom_assets.publish import CardParams, ConfigInfo, render_card, size_category
+from phantom_assets.publish import (
+    REQUIRED_SECTIONS,
+    CardParams,
+    ConfigInfo,
+    build_card,
+    check_card,
+    render_card,
+    size_category,
+)
 
 SESSIONS = ConfigInfo(
     "sessions", "data/sessions/sessions.parquet", 12, (("sessionId", "String"),), "Events."
@@ -58,14 +66,77 @@ def test_render_card_front_matter_parses_with_dataset_card() -> None:
     ]
 
 
-def test_render_card_has_every_body_section() -> None:
+def test_render_card_has_every_template_section() -> None:
     text = render_card(CardParams(config_hash="abc123"), [SESSIONS], {"rows": 12}, GROUPS)
 
-    for heading in ("## Counts", "## Schema", "## Collection method", "## Intended use",
-                    "## Limitations", "## Citation"):  # fmt: skip
-        assert f"\n{heading}\n" in text, heading
+    lines = text.splitlines()
+    for heading in REQUIRED_SECTIONS:
+        assert heading in lines, heading
     assert "| hotel | human | 3 | 12 |" in text
     assert "`abc123`" in text
+
+
+def _section(text: str, heading: str) -> str:
+    """The body under `heading`, up to the next heading."""
+    after = text.split(f"\n{heading}\n", 1)[1]
+    return after.split("\n#", 1)[0]
+
+
+def test_render_card_names_the_quasi_identifiers_and_the_private_default() -> None:
+    text = render_card(CardParams(), [SESSIONS], {"rows": 12}, GROUPS)
+
+    personal = _section(text, "#### Personal and Sensitive Information")
+    for column in ("sessionId", "experimentId", "userAgent", "metadata_referrer"):
+        assert f"`{column}`" in personal, column
+    assert "private" in personal and "--public" in personal
+    assert "synthetic" in _section(text, "## Bias, Risks, and Limitations")
+
+
+def test_build_card_header_round_trips_through_dataset_card_data() -> None:
+    card = build_card(CardParams(), [SESSIONS, KERNELS], {"rows": 12}, GROUPS)
+
+    meta = card.data.to_dict()
+    assert isinstance(card.data, DatasetCardData)
+    assert DatasetCardData(**meta).to_dict() == meta
+    assert DatasetCard(str(card)).data.to_dict() == meta
+
+
+def test_check_card_accepts_the_rendered_card() -> None:
+    text = render_card(CardParams(), [SESSIONS, KERNELS], {"rows": 12}, GROUPS)
+
+    assert check_card(text) == []
+
+
+@pytest.mark.parametrize("heading", REQUIRED_SECTIONS)
+def test_check_card_reports_a_missing_section(heading: str) -> None:
+    text = render_card(CardParams(), [SESSIONS], {"rows": 12}, GROUPS)
+    broken = "\n".join(line for line in text.splitlines() if line != heading)
+
+    assert check_card(broken) == [f"section {heading!r} is missing"]
+
+
+@pytest.mark.parametrize(
+    ("replace", "expected"),
+    [
+        (("- tabular-classification", ""), "'task_categories' is missing or empty"),
+        (("- n<1K", "- tiny"), "size category 'tiny' is not a Hub bucket"),
+        (("license: cc-by-4.0", "license: [unclosed"), "does not parse"),
+        (("  - split: train\n    path: data/sessions/sessions.parquet\n", ""), "data_files"),
+    ],
+)
+def test_check_card_reports_a_broken_header(replace: tuple[str, str], expected: str) -> None:
+    text = render_card(CardParams(), [SESSIONS], {"rows": 12}, GROUPS)
+    assert replace[0] in text
+
+    problems = check_card(text.replace(*replace, 1))
+
+    assert any(expected in problem for problem in problems), problems
+
+
+def test_check_card_reports_empty_tags() -> None:
+    text = render_card(CardParams(tags=()), [SESSIONS], {"rows": 12}, GROUPS)
+
+    assert check_card(text) == ["header field 'tags' is missing or empty"]
 
 
 def test_render_card_rejects_counts_without_rows() -> None:

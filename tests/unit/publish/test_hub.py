@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import socket
 
 import pytest
 
-from phantom_assets.publish import PublishError, StagedDataset, plan_operations, publish
+from phantom_assets.publish import (
+    KEEP_IN_REPO,
+    PublishError,
+    StagedDataset,
+    plan_operations,
+    publish,
+    visibility_warning,
+)
 
 TOKEN = "hf_UnitTestSecretToken0123456789"
 
@@ -24,10 +32,49 @@ def test_plan_operations_lists_every_file_with_size_and_sha256(staged: StagedDat
     plan = plan_operations(staged)
 
     assert [op["path_in_repo"] for op in plan] == sorted(staged.files)
+    assert {op["operation"] for op in plan} == {"add"}
     for op in plan:
         content = (staged.path / op["path_in_repo"]).read_bytes()
         assert op["size"] == len(content)
         assert op["sha256"] == hashlib.sha256(content).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("remote", "deleted"),
+    [
+        ((), []),
+        ((".gitattributes",), []),
+        ((".gitattributes", "README.md", "data/kernels/kernels.parquet"), []),
+        (("data/old/old.parquet", ".gitattributes"), ["data/old/old.parquet"]),
+        (("notes.txt", "data/a.csv"), ["data/a.csv", "notes.txt"]),
+    ],
+)
+def test_plan_operations_deletes_remote_files_the_folder_lacks_but_keeps_gitattributes(
+    staged: StagedDataset, remote: tuple[str, ...], deleted: list[str]
+) -> None:
+    plan = plan_operations(staged, remote)
+
+    adds = [op["path_in_repo"] for op in plan if op["operation"] == "add"]
+    deletes = [op["path_in_repo"] for op in plan if op["operation"] == "delete"]
+    assert adds == sorted(staged.files)
+    assert deletes == deleted
+    assert not KEEP_IN_REPO & set(deletes)
+    assert [op["operation"] for op in plan] == ["add"] * len(adds) + ["delete"] * len(deletes)
+
+
+@pytest.mark.parametrize(
+    ("private", "repo_private", "warns"),
+    [(True, False, True), (True, True, False), (True, None, False), (False, False, False),
+     (False, True, False)],
+)  # fmt: skip
+def test_visibility_warning_only_when_private_was_asked_and_the_repo_is_public(
+    private: bool, repo_private: bool | None, warns: bool
+) -> None:
+    warning = visibility_warning("lab/sessions", private, repo_private)
+
+    assert (warning is not None) == warns
+    if warning:
+        assert "lab/sessions" in warning and "PUBLIC" in warning
 
 
 def test_plan_operations_rejects_a_missing_file(staged: StagedDataset) -> None:
@@ -50,7 +97,16 @@ def test_publish_without_token_or_repo_is_a_dry_run(
     assert result.dry_run is True
     assert list(result.operations) == plan_operations(staged)
     assert (result.commit_url, result.commit_oid) == (None, None)
+    assert (result.private, result.remote_listed, result.repo_private) == (True, False, None)
     assert TOKEN not in repr(result)
+    assert json.loads(json.dumps(result.to_dict()))["operations"] == plan_operations(staged)
+
+
+def test_publish_rejects_a_missing_staged_file_before_any_request(staged: StagedDataset) -> None:
+    (staged.path / "README.md").unlink()
+
+    with pytest.raises(ValueError, match=r"README\.md"):
+        publish(staged, "lab/sessions", TOKEN, endpoint=_closed_port_url())
 
 
 def test_publish_rejects_an_empty_commit_message(staged: StagedDataset) -> None:

@@ -14,6 +14,7 @@ from phantom_assets.publish import (
     CONFIG_PATHS,
     SESSIONS_CSV,
     WHOCLICKEDIT_SCHEMA,
+    CardParams,
     PublishInputs,
     StagedDataset,
     plan_operations,
@@ -165,4 +166,14 @@ def test_stage_dataset_rejects_contaminated_frames_without_trajectories(
 def test_stage_dataset_rejects_empty_events(events: pl.DataFrame, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="empty"):
         stage_dataset(PublishInputs(events.clear()), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_stage_dataset_refuses_a_card_that_fails_the_offline_checks(
+    events: pl.DataFrame, tmp_path: Path
+) -> None:
+    bad = PublishInputs(events, card=CardParams(tags=()))
+
+    with pytest.raises(ValueError, match="'tags' is missing or empty"):
+        stage_dataset(bad, tmp_path / "out")
     assert not (tmp_path / "out").exists()

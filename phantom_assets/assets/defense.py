@@ -42,6 +42,7 @@ from phantom_assets.policies import (
     train_policy,
     wandb_run,
 )
+from phantom_assets.policies.tracking import run_location
 from phantom_assets.storage import (
     partition_dir,
     write_bytes_atomic,
@@ -154,21 +155,22 @@ def forward_progress(context: dg.AssetExecutionContext) -> Iterator[None]:
 def _tracked_training(
     key: PolicyKey, spec: MarketSpec, params: TrainingParams, seed: int, store: str,
     tracking: ExperimentTrackingResource,
-) -> TrainedPolicy:  # fmt: skip
-    """`train_policy` inside an optional W&B run that receives the config and learning curve."""
+) -> tuple[TrainedPolicy, str | None]:  # fmt: skip
+    """`train_policy` inside an optional W&B run (config, live metrics, hyperparameters); returns
+    the policy and the run's URL (offline: its run directory), None when untracked. A training
+    that raises marks the run failed."""
     mode = None if key.mode == HEURISTIC_MODE else key.mode
     config = {"store": store, "policy": key.key, "tier": key.tier, "mode": key.mode,
               "alpha": key.alpha, "seed": seed, **params.as_dict()}  # fmt: skip
     init = tracking.init_kwargs() if tracking.enabled else {}
-    name = f"{store}-{key.key}-s{seed}"
-    with wandb_run(config, enabled=tracking.enabled, project=tracking.project, name=name,
-                   group=store, job_type="train", **init) as run:  # fmt: skip
-        trained = train_policy(key.tier, mode, spec, key.alpha, params, seed)
-        if run is not None:
-            for row in trained.learning_curve.iter_rows(named=True):  # one log call per episode
-                run.log({"rollout/ep_rew": row["reward"], "time/total_timesteps": row["timesteps"]})
-            run.summary["hyperparameters"] = trained.hyperparameters
-    return trained
+    init.update(name=f"{store}-{key.key}-s{seed}", group=store, job_type="train")
+    with wandb_run(config, enabled=tracking.enabled, project=tracking.project,
+                   api_key=tracking.api_key, **init) as run:  # fmt: skip
+        trained = train_policy(key.tier, mode, spec, key.alpha, params, seed, run=run)
+        if run is None:
+            return trained, None
+        run.summary["hyperparameters"] = trained.hyperparameters
+        return trained, run_location(run)
 
 
 def save_trained(folder: Path, trained: list[TrainedPolicy]) -> tuple[list[Path], dict[str, Any]]:
@@ -264,8 +266,10 @@ def trained_policies(
     spec = MarketSpec.load(market_dir(settings.lake_dir, store))
     params = config.params(settings.training)
     with forward_progress(context):
-        trained = [_tracked_training(key, spec, params, seed, store, experiment_tracking)
+        tracked = [_tracked_training(key, spec, params, seed, store, experiment_tracking)
                    for seed in settings.training.seeds]  # fmt: skip
+    trained = [t for t, _ in tracked]
+    runs = {str(t.seed): where for t, where in tracked if where is not None}
     folder = policy_dir(settings.lake_dir, store, key.key)
     hashed, record = save_trained(folder, trained)
     curve = pl.read_parquet(folder / CURVE_FILE)
@@ -281,6 +285,7 @@ def trained_policies(
             hyperparameters=dg.MetadataValue.json(record["hyperparameters"]),
             final_episode_reward=float(curve["reward"][-1]) if curve.height else None,
             tracked=experiment_tracking.enabled,
+            **({"wandb_runs": dg.MetadataValue.json(runs)} if runs else {}),
             learning_curve=figure_markdown(figure, png, f"learning curve {key.key}"),
         ),
     )  # fmt: skip

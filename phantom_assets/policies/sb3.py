@@ -20,6 +20,7 @@ import numpy as np
 import polars as pl
 
 from phantom_assets.policies.base import LEARNING_CURVE_SCHEMA, TrainingParams
+from phantom_assets.policies.tracking import wandb_callback
 
 logger = logging.getLogger(__name__)
 
@@ -148,17 +149,19 @@ def sb3_hyperparameters(tier: str, params: TrainingParams) -> dict[str, Any]:
 
 
 def train_sb3(
-    tier: str, env: gym.Env, params: TrainingParams, seed: int
+    tier: str, env: gym.Env, params: TrainingParams, seed: int, run: Any | None = None
 ) -> tuple[SB3Policy, pl.DataFrame, dict[str, Any]]:
     """Train `tier` on `env` for `params.timesteps` steps with fixed seed and thread count.
 
     The env's rewards are scaled by `params.reward_scale` for learning; the learning curve is in
-    unscaled reward units.
+    unscaled reward units. With a W&B `run`, SB3's metrics are logged to it every
+    `params.log_every` steps while the model trains (`tracking.wandb_callback`).
 
     Returns:
         (policy, learning curve frame, hyperparameters).
     """
     import torch
+    from stable_baselines3.common.callbacks import CallbackList
     from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.utils import set_random_seed
 
@@ -175,7 +178,10 @@ def train_sb3(
         # empty /tmp/SB3-<timestamp> folder per training run.
         model.set_logger(Logger(folder=None, output_formats=[]))
         callback = _curve_callback_class()(params.log_every, params.reward_scale)
-        model.learn(total_timesteps=params.timesteps, callback=callback)
+        callbacks = [callback]
+        if run is not None:
+            callbacks.append(wandb_callback(run, params.log_every, params.reward_scale))
+        model.learn(total_timesteps=params.timesteps, callback=CallbackList(callbacks))
     finally:
         torch.set_num_threads(previous_threads)
     curve = pl.DataFrame(callback.rows, schema=LEARNING_CURVE_SCHEMA, orient="row")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 
@@ -23,6 +24,7 @@ from phantom_assets.policies.heuristics import (
 from phantom_assets.policies.keys import HEURISTIC_MODE, HEURISTIC_TIERS, check_tier_mode
 from phantom_assets.policies.qtable import QTablePolicy, qtable_hyperparameters, train_qtable
 from phantom_assets.policies.sb3 import SB3_POLICIES, train_sb3
+from phantom_assets.policies.tracking import TrackedEpisodes
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +54,7 @@ def train_policy(
     alpha: float,
     params: TrainingParams,
     seed: int,
+    run: Any | None = None,
 ) -> TrainedPolicy:
     """Train (or build) one policy of the grid.
 
@@ -62,6 +65,9 @@ def train_policy(
         alpha: training contamination level in [0, 1].
         params: budgets and hyperparameters.
         seed: training seed (exploration, env, network initialisation).
+        run: optional W&B run (`tracking.wandb_run`) the learnable tiers log to while they train:
+            SB3 tiers through `tracking.wandb_callback`, the Q-table per episode through
+            `tracking.TrackedEpisodes`. Tracking never changes the trained policy.
 
     Returns:
         The policy with its learning curve (empty for heuristics), hyperparameters and seed.
@@ -85,10 +91,10 @@ def train_policy(
         hyper = {"warmup_episodes": params.linear_warmup_episodes, **summary}
         return TrainedPolicy(linear, hyperparameters=hyper, **common)
     if tier == "qtable":
-        table, curve = train_qtable(env, params, seed)
+        table, curve = train_qtable(env if run is None else TrackedEpisodes(env, run), params, seed)
         hyper = qtable_hyperparameters(params)
         return TrainedPolicy(table, hyperparameters=hyper, learning_curve=curve, **common)
-    model, curve, hyper = train_sb3(tier, env, params, seed)
+    model, curve, hyper = train_sb3(tier, env, params, seed, run=run)
     return TrainedPolicy(model, hyperparameters=hyper, learning_curve=curve, **common)
 
 

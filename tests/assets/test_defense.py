@@ -32,6 +32,7 @@ from phantom_assets.evaluation import CURVE_SCHEMA, EPISODE_METRICS
 from phantom_assets.policies import HEURISTIC_TIERS, LEARNABLE_TIERS, MODES, parse_policy_key
 from phantom_assets.simulate import simulate_to_incoming
 from tests.pipeline_helpers import TINY_CONFIG, simulation_params
+from tests.unit.policies.wandb_files import offline_runs, read_offline_run
 
 STORE = "hotel"
 UPSTREAM = '+key:"market_simulators"'
@@ -258,12 +259,54 @@ def test_tracking_from_env_is_off_without_configuration_and_offline_with_wandb_m
     assert (tracking.mode, tracking.run_dir, tracking.api_key) == ("offline", str(tmp_path), None)
 
 
-def test_offline_tracking_writes_a_local_wandb_run_directory(built: Built, tmp_path: Path):
-    tracking = ExperimentTrackingResource(mode="offline", run_dir=str(tmp_path))
-    key = "qtable-baseline-a000"
+@pytest.fixture
+def offline_tracking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ExperimentTrackingResource:
+    """Offline W&B with its runs, config and cache under tmp (nothing in $HOME, nothing sent)."""
+    for name in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR"):
+        monkeypatch.setenv(name, str(tmp_path / name.lower()))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    return ExperimentTrackingResource(mode="offline", run_dir=str(tmp_path))
+
+
+@pytest.mark.parametrize(("key", "live_metric"), [("qtable-baseline-a000", "rollout/ep_rew"),
+                                                  ("ppo-robust-a050", "train/loss")])  # fmt: skip
+def test_offline_tracking_logs_training_live_and_puts_the_run_directory_in_the_metadata(
+    built: Built, offline_tracking: ExperimentTrackingResource, tmp_path: Path, key: str,
+    live_metric: str,
+):  # fmt: skip
     before = built.data_version("trained_policies", key)
-    result = built.materialize(key, selection=["trained_policies"], experiment_tracking=tracking)
+    result = built.materialize(
+        key, selection=["trained_policies"], experiment_tracking=offline_tracking
+    )
     assert result.success
-    runs = list((tmp_path / "wandb").glob("offline-run-*"))
-    assert len(runs) == 1 and any(runs[0].iterdir())
-    assert built.data_version("trained_policies", key) == before
+    (directory,) = offline_runs(tmp_path)
+    metadata = built.latest("trained_policies", key).metadata
+    assert metadata["tracked"].value is True
+    assert metadata["wandb_runs"].value == {"0": str(directory)}
+    run = read_offline_run(directory)
+    assert run.exit_code == 0
+    assert run.metric(live_metric) and run.metric("time/total_timesteps")
+    assert run.summary["hyperparameters"] == metadata["hyperparameters"].value
+    assert built.data_version("trained_policies", key) == before  # tracking changes no bytes
+
+
+def test_untracked_training_metadata_names_no_wandb_run(built: Built):
+    metadata = built.latest("trained_policies", "ppo-baseline-a000").metadata
+    assert metadata["tracked"].value is False and "wandb_runs" not in metadata
+
+
+def test_a_training_that_raises_inside_its_run_fails_the_step_and_marks_the_run_failed(
+    built: Built, offline_tracking: ExperimentTrackingResource, tmp_path: Path
+):
+    # PPO normalises advantages, so SB3 refuses a one-step rollout when the model is built,
+    # which happens inside the run.
+    partition = dg.MultiPartitionKey({"store": STORE, "policy": "ppo-baseline-a000"})
+    config = {"ops": {"trained_policies": {"config": {**TINY_TRAINING, "ppo_n_steps": 1}}}}
+    result = dg.materialize(
+        list(defs.assets or []), selection=["trained_policies"], partition_key=partition,
+        instance=built.instance, run_config=config, raise_on_error=False,
+        resources={**built.resources, "experiment_tracking": offline_tracking},
+    )  # fmt: skip
+    assert not result.success
+    (directory,) = offline_runs(tmp_path)
+    assert read_offline_run(directory).exit_code == 1

@@ -1,0 +1,247 @@
+"""`make scale-demo`: a training slice on a throwaway Celery + Postgres deployment.
+
+`python -m orchestration.scale_out.demo` starts the deployment of
+`orchestration.scale_out.deployment` (Redis, PostgreSQL, two `dagster-celery` workers with one
+slot each, in a temp dir), builds the upstream assets with `phantom run`, runs four
+`trained_policies` partitions at once through the Celery executor
+(`python -m orchestration.scale_out.demo launch PARTITION...`, inside the deployment's
+environment), prints which worker ran which step, and tears everything down.
+`tests/integration/test_scale_out.py` runs the same functions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from orchestration.scale_out.deployment import (
+    CODE_LOCATION,
+    REPO_ROOT,
+    Deployment,
+    MissingBinaryError,
+    child_env,
+    deployment,
+    find_binaries,
+    finish,
+    open_instance,
+    venv_script,
+)
+
+if TYPE_CHECKING:
+    import dagster as dg
+
+STORE = "hotel"
+UPSTREAM = '+key:"market_simulators"'
+SLICE_JOB = "defense_job"  # exactly the slice's assets
+SLICE_ASSETS = ("trained_policies", "policy_evaluations")
+# Four independent policy partitions: two heuristic/tabular, one linear, one SB3 (torch) tier.
+SLICE_POLICIES = ("static-a000", "linear-a050", "qtable-robust-a050", "dqn-baseline-a000")
+# Tiny networks and rollouts, so each training step takes seconds.
+TRAINING_OVERRIDES: dict[str, object] = {
+    "net_arch": [8],
+    "ppo_n_steps": 32,
+    "ppo_batch_size": 16,
+    "a2c_n_steps": 8,
+    "dqn_learning_starts": 16,
+    "log_every": 32,
+    "linear_warmup_episodes": 1,
+}
+SLICE_RUN_CONFIG: dict[str, object] = {"ops": {"trained_policies": {"config": TRAINING_OVERRIDES}}}
+
+
+@dataclasses.dataclass(frozen=True)
+class StepPlacement:
+    """Where one step of the slice executed, from the run's event log."""
+
+    partition: str
+    step: str
+    worker: str
+    pid: int
+
+
+def build_upstream(running: Deployment, timeout: float = 600.0) -> None:
+    """`phantom run --select` the slice's upstream (ingest ... market_simulators).
+
+    It runs in process against the deployment's instance and data dir, simulating tiny demo data
+    first.
+    """
+    log = running.root / "upstream.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [venv_script("phantom"), "run", "--select", UPSTREAM], env=child_env(running.env),
+            cwd=REPO_ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+        finish([(process, log)], "phantom run (upstream)", timeout)
+
+
+def slice_partition(policy: str, store: str = STORE) -> str:
+    """The `trained_policies` partition key string of `policy` at `store` (`<policy>|<store>`)."""
+    import dagster as dg
+
+    return str(dg.MultiPartitionKey({"store": store, "policy": policy}))
+
+
+def materialize_slice(
+    running: Deployment, policies: Sequence[str] = SLICE_POLICIES, timeout: float = 600.0
+) -> None:
+    """Run `defense_job` once per policy partition, all at once, through the Celery executor.
+
+    One launcher process (`python -m orchestration.scale_out.demo launch ...`) with the
+    deployment's environment orchestrates the runs; their steps are Celery tasks on the workers.
+    """
+    log = running.root / "launch.log"
+    with open(log, "wb") as out:  # the child keeps its own copy of the descriptor
+        process = subprocess.Popen(
+            [sys.executable, "-m", "orchestration.scale_out.demo", "launch",
+             *[slice_partition(p) for p in policies]],
+            env=child_env(running.env), cwd=REPO_ROOT, stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+    finish([(process, log)], "slice launcher", timeout)
+
+
+def _execute_partition(partition: str) -> None:
+    """In a forked child of `launch`: one run of the slice job for `partition`.
+
+    The run uses the Celery executor of the scale-out location (as `dagster job execute` does);
+    the child exits 1 when it fails.
+    """
+    import dagster as dg
+    from dagster._core.definitions.reconstruct import ReconstructableRepository
+
+    repo = ReconstructableRepository.for_module(CODE_LOCATION, "defs", str(REPO_ROOT))
+    job = repo.get_definition().get_job(SLICE_JOB)
+    tags = job.get_tags_for_partition_key(partition, selected_asset_keys=None)
+    with dg.DagsterInstance.get() as instance:
+        result = dg.execute_job(
+            repo.get_reconstructable_job(SLICE_JOB), instance, run_config=SLICE_RUN_CONFIG,
+            tags=tags, raise_on_error=False,
+        )  # fmt: skip
+    print(f"{partition}: run {result.run_id} {'succeeded' if result.success else 'FAILED'}")
+    sys.exit(0 if result.success else 1)
+
+
+def launch(partitions: Sequence[str]) -> int:
+    """Run the slice job for every partition at once; 0 when every run succeeded.
+
+    The definitions are imported once, then each run is orchestrated by a forked child (four CLI
+    processes would import them four times on a 2-core machine). Needs the deployment's
+    environment (DAGSTER_HOME, broker, data dir).
+    """
+    import multiprocessing
+
+    import orchestration.scale_out.celery  # noqa: F401 -- imported once, before forking
+
+    context = multiprocessing.get_context("fork")
+    children = [context.Process(target=_execute_partition, args=(p,)) for p in partitions]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join()
+    failed = [p for p, child in zip(partitions, children, strict=True) if child.exitcode != 0]
+    if failed:
+        print(f"failed partitions: {failed}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def step_placements(instance: dg.DagsterInstance, partitions: Sequence[str]) -> list[StepPlacement]:
+    """Where every executed step of the runs of `partitions` in `instance` ran.
+
+    The Celery worker comes from the executor's "Executing steps ... in celery worker" engine
+    event, the process id from the step's STEP_START event.
+    """
+    import dagster as dg
+
+    placements = []
+    for run in instance.get_runs():
+        partition = run.tags.get("dagster/partition")
+        if partition not in partitions:
+            continue
+        workers = {}
+        for record in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ENGINE_EVENT):
+            event = record.dagster_event
+            data = event.engine_event_data if event else None
+            if event and data and "Celery worker" in data.metadata:
+                workers[event.step_key] = str(data.metadata["Celery worker"].value)
+        for record in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_START):
+            event = record.dagster_event
+            if event is not None and event.step_key is not None:
+                worker = workers.get(event.step_key, "(not a Celery task)")
+                placements.append(StepPlacement(partition, event.step_key, worker, event.pid or 0))
+    return sorted(placements, key=lambda p: (p.partition, p.step))
+
+
+def data_versions(
+    instance: dg.DagsterInstance, partitions: Sequence[str], assets: Sequence[str] = SLICE_ASSETS
+) -> dict[tuple[str, str], str]:
+    """The latest data version of each (asset, partition) materialized in `instance`."""
+    import dagster as dg
+
+    versions = {}
+    for asset in assets:
+        for partition in partitions:
+            records = instance.fetch_materializations(
+                dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]),
+                limit=1,
+            ).records
+            materialization = records[0].asset_materialization if records else None
+            if materialization is not None:
+                versions[asset, partition] = materialization.tags["dagster/data_version"]
+    return versions
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the demo (no arguments) or, inside the deployment, `launch PARTITION...`."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["launch"]:
+        return launch(args[1:])
+    if args:
+        print(
+            "usage: python -m orchestration.scale_out.demo [launch PARTITION...]", file=sys.stderr
+        )
+        return 2
+    try:
+        binaries = find_binaries()
+    except MissingBinaryError as e:
+        print(f"scale-demo: {e}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+
+    def elapsed() -> str:
+        return f"[{time.perf_counter() - started:5.0f}s]"
+
+    with tempfile.TemporaryDirectory(prefix="phantom-scale-") as tmp:
+        with deployment(Path(tmp), binaries) as d:
+            print(f"{elapsed()} postgres 127.0.0.1:{d.postgres.port} (Dagster storage; "
+                  f"DAGSTER_HOME {d.dagster_home})")  # fmt: skip
+            print(f"{elapsed()} redis    {d.broker_url} (Celery broker and result backend)")
+            for w in d.workers:
+                print(f"{elapsed()} worker   {w.name}: pid {w.process.pid}, -c 1, log {w.log}")
+            print(f"{elapsed()} upstream phantom run --select '{UPSTREAM}' into PHANTOM_DATA_DIR "
+                  f"{d.data_dir}", flush=True)  # fmt: skip
+            build_upstream(d)
+            selection = ",".join(SLICE_ASSETS)
+            print(f"{elapsed()} slice    {len(SLICE_POLICIES)} runs of {SLICE_JOB} ({selection}) "
+                  "at once on the Celery executor", flush=True)  # fmt: skip
+            materialize_slice(d)
+            keys = [slice_partition(p) for p in SLICE_POLICIES]
+            with open_instance(d.dagster_home, d.postgres) as instance:
+                placements = step_placements(instance, keys)
+            print(f"{elapsed()} done\n\n{'partition':<26} {'step':<20} {'celery worker':<24} pid")
+            for p in placements:
+                print(f"{p.partition:<26} {p.step:<20} {p.worker:<24} {p.pid}")
+            print(f"\n{len({p.pid for p in placements})} worker processes ran "
+                  f"{len(placements)} steps; stopping the deployment", flush=True)  # fmt: skip
+    print(f"{elapsed()} stopped workers, redis and postgres; removed {tmp}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -11,13 +11,19 @@ export DO_NOT_TRACK := 1
 
 DBT_SOURCES := $(shell find dbt_project -path dbt_project/target -prune -o \( -name '*.sql' -o -name '*.yml' \) -print 2>/dev/null)
 
-.PHONY: setup run test ui lint bench
+.PHONY: setup run test ui lint bench scale-demo
 .DEFAULT_GOAL := run
 
 $(BIN)/.installed: requirements.txt requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements.txt -c requirements.lock
 	$(BIN)/pip install -q --disable-pip-version-check --no-deps -e .
+	touch $@
+
+# `make test` / `make lint` also need pyproject's optional extras: `tracking` (wandb; the tests run
+# it offline) and `test` (pytest, hypothesis, ruff, datasets), pinned by the same lock.
+$(BIN)/.installed-dev: $(BIN)/.installed
+	$(BIN)/pip install -q --disable-pip-version-check -c requirements.lock -e '.[tracking,test]'
 	touch $@
 
 dbt_project/target/manifest.json: $(BIN)/.installed $(DBT_SOURCES)
@@ -35,17 +41,21 @@ run: setup
 	$(BIN)/phantom run
 
 ## test: the whole test suite
-test: setup
+test: setup $(BIN)/.installed-dev
 	$(BIN)/python -m pytest
 
 ## ui: the Dagster UI on http://127.0.0.1:3000
 ui: setup
 	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
-lint: setup
+lint: setup $(BIN)/.installed-dev
 	$(BIN)/ruff check phantom_assets orchestration tests
 	$(BIN)/ruff format --check phantom_assets orchestration tests
 
 bench: setup
 	$(BIN)/phantom bench fingerprint
 	$(BIN)/phantom bench env
+
+## scale-demo: Redis + Postgres + two Celery workers in a temp dir, a training slice on them, teardown
+scale-demo: setup
+	$(BIN)/python -m orchestration.scale_out.demo

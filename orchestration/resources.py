@@ -20,6 +20,7 @@ from dagster_duckdb import DuckDBResource
 
 from phantom_assets.assets.dbt_project import phantom_dbt_project
 from phantom_assets.config import DEFAULT_PROFILE, Settings, load_settings, settings_from_dict
+from phantom_assets.publish.hub import DEFAULT_BRANCH
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,12 +52,17 @@ class HubResource(dg.ConfigurableResource):
     """Where `hf_dataset` publishes. Without a token or repo id every publish is a dry run.
 
     The token is configured as `dg.EnvVar("HF_TOKEN")`, so the UI shows the variable's name,
-    never its value.
+    never its value. `private` (default True: the sessions hold user agents and session ids)
+    is what a new repo is created as; `revision` is the branch committed to (created if
+    missing). A run's `PublishConfig` can override both (`phantom publish --public
+    --revision BRANCH`).
     """
 
     repo_id: str | None = None
     token: str | None = None
     endpoint: str | None = None
+    private: bool = True
+    revision: str = DEFAULT_BRANCH
 
 
 def hub_from_env() -> HubResource:
@@ -87,13 +93,9 @@ class ExperimentTrackingResource(dg.ConfigurableResource):
         return self.mode is not None
 
     def init_kwargs(self) -> dict[str, object]:
-        """Keyword arguments of `wandb.init` (after logging in when online with a key)."""
+        """Keyword arguments of `wandb.init` (the key goes to `wandb_run(api_key=...)`)."""
         if self.mode not in (None, "offline", "online"):
             raise ValueError(f"tracking mode must be 'offline', 'online' or None: {self.mode!r}")
-        if self.mode == "online" and self.api_key:
-            import wandb  # only when tracking is on
-
-            wandb.login(key=self.api_key, relogin=False)
         if self.run_dir:
             Path(self.run_dir).mkdir(parents=True, exist_ok=True)
         kwargs = {"mode": self.mode, "dir": self.run_dir, "entity": self.entity}

@@ -93,7 +93,12 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
     settings = settings_from_env()
     home = _ensure_dagster_home()
-    run_config = {"ops": {"hf_dataset": {"config": {"dry_run": bool(args.dry_run)}}}}
+    config: dict[str, object] = {"dry_run": bool(args.dry_run)}
+    if args.public:
+        config["private"] = False
+    if args.revision:
+        config["revision"] = args.revision
+    run_config = {"ops": {"hf_dataset": {"config": config}}}
     with dg.DagsterInstance.from_config(str(home)) as instance:
         report = run_pipeline(
             defs, settings, instance, build_resources(settings), "hf_dataset", logger.info,
@@ -174,9 +179,19 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--select", help="Dagster asset selection, e.g. '+labeled_sessions'")
     run.set_defaults(func=cmd_run)
 
-    publish = sub.add_parser("publish", help="stage the dataset and commit it to the Hub")
+    publish = sub.add_parser(
+        "publish", help="stage the dataset and commit it to a (private) Hub dataset repo"
+    )
     publish.add_argument(
-        "--dry-run", action="store_true", help="plan the commit even if HF_TOKEN is set"
+        "--dry-run",
+        action="store_true",
+        help="plan the commit (adds, deletes), write nothing to the Hub",
+    )
+    publish.add_argument(
+        "--public", action="store_true", help="create the repo public (default: private)"
+    )
+    publish.add_argument(
+        "--revision", help="branch to commit to, created if missing (default: main)"
     )
     publish.set_defaults(func=cmd_publish)
 

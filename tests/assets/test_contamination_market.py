@@ -50,11 +50,11 @@ class Built:
     def lake(self) -> Path:
         return self.settings.lake_dir
 
+    def contaminated_dir(self, store: str, alpha: float) -> Path:
+        return self.lake / "contaminated_datasets" / f"store={store}" / f"alpha={alpha_key(alpha)}"
+
     def contaminated(self, store: str, alpha: float) -> pl.DataFrame:
-        folder = (
-            self.lake / "contaminated_datasets" / f"store={store}" / f"alpha={alpha_key(alpha)}"
-        )
-        return pl.read_parquet(folder / "sessions.parquet")
+        return pl.read_parquet(self.contaminated_dir(store, alpha) / "sessions.parquet")
 
     def humans(self, store: str) -> pl.DataFrame:
         path = self.lake / "labeled_sessions" / f"store={store}" / "actor=human"
@@ -195,12 +195,7 @@ def test_synthetic_sessions_carry_products_and_ordered_timestamps_per_event(buil
 def test_demand_json_maps_product_ids_to_weighted_event_counts(built: Built):
     for store in STORES:
         for alpha in ALPHA_GRID:
-            folder = (
-                built.lake
-                / "contaminated_datasets"
-                / f"store={store}"
-                / f"alpha={alpha_key(alpha)}"
-            )
+            folder = built.contaminated_dir(store, alpha)
             demand = json.loads((folder / "demand.json").read_text())
             frame = pl.read_parquet(folder / "sessions.parquet")
             events = frame.select("trajectory", "product_ids").explode("trajectory", "product_ids")
@@ -432,12 +427,7 @@ def test_market_scores_its_chains_with_the_calibration_the_setting_selects(
 def test_contaminated_datasets_report_alpha_hat_with_its_ci_beside_the_dataset(built: Built):
     for store in STORES:
         for alpha in ALPHA_GRID:
-            folder = (
-                built.lake
-                / "contaminated_datasets"
-                / f"store={store}"
-                / f"alpha={alpha_key(alpha)}"
-            )
+            folder = built.contaminated_dir(store, alpha)
             report = json.loads((folder / "alpha_hat.json").read_text())
             frame = built.contaminated(store, alpha)
             share = (frame["source"] == "synthetic").mean()

@@ -210,19 +210,12 @@ def test_demand_json_maps_product_ids_to_weighted_event_counts(built: Built):
 
 def test_contaminated_datasets_metadata_reports_counts_and_seed(built: Built):
     store, alpha = "hotel", 0.5
-    record = built.instance.fetch_materializations(
-        dg.AssetRecordsFilter(
-            asset_key=dg.AssetKey("contaminated_datasets"),
-            asset_partitions=[_partition(store, alpha)],
-        ),
-        limit=1,
-    ).records[0]
-    metadata = record.asset_materialization.metadata
+    metadata = _metadata(built, store, alpha)
     frame = built.contaminated(store, alpha)
-    assert metadata["dagster/row_count"].value == frame.height
-    assert metadata["n_real"].value + metadata["n_synthetic"].value == frame.height
-    assert metadata["mean_f"].value == pytest.approx(frame["f"].mean())
-    assert metadata["seed"].value == built.settings.contamination.seed
+    assert metadata["dagster/row_count"] == frame.height
+    assert metadata["n_real"] + metadata["n_synthetic"] == frame.height
+    assert metadata["mean_f"] == pytest.approx(frame["f"].mean())
+    assert metadata["seed"] == built.settings.contamination.seed
 
 
 def test_rematerializing_a_contaminated_partition_reproduces_its_data_version(built: Built):

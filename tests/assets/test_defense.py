@@ -24,6 +24,7 @@ from orchestration.resources import (
     tracking_from_env,
 )
 from orchestration.runner import run_pipeline
+from orchestration.scale_out.demo import TRAINING_OVERRIDES
 from phantom_assets.assets.defense import POLICY_FILE, model_file, policy_dir
 from phantom_assets.assets.evaluation import benchmark_tables, evaluation_dir
 from phantom_assets.assets.partitions import POLICY_GRID
@@ -37,15 +38,7 @@ from tests.unit.policies.wandb_files import offline_runs, read_offline_run
 STORE = "hotel"
 UPSTREAM = '+key:"market_simulators"'
 EVAL_ALPHAS = (0.0, 0.5, 1.0)
-TINY_TRAINING = {
-    "net_arch": [8],
-    "ppo_n_steps": 32,
-    "ppo_batch_size": 16,
-    "a2c_n_steps": 8,
-    "dqn_learning_starts": 16,
-    "log_every": 32,
-    "linear_warmup_episodes": 1,
-}
+TINY_TRAINING = TRAINING_OVERRIDES  # the scale-out demo's tiny budgets: one definition
 DEFENSE = ["trained_policies", "policy_evaluations"]
 
 

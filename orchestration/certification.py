@@ -14,23 +14,18 @@ from pathlib import Path
 
 import dagster as dg
 
-from orchestration.resources import build_resources
+from orchestration.definitions import build_definitions
 from phantom_assets.assets.partitions import BATCH_PARTITIONS_NAME
 from phantom_assets.audit import ArtifactRecord, CertificationReport
 from phantom_assets.config import Settings
-from phantom_assets.storage import combined_digest, partition_dir
+from phantom_assets.storage import combined_digest
 
 # Derived outputs that replay never needs: leave them out of the scratch copy.
 _NOT_COPIED = ("reports", "publish", "models")
 
 
-def report_path(settings: Settings, store: str) -> Path:
-    """Where `certification_report[store]` writes its JSON."""
-    return partition_dir(settings.lake_dir, "certification_report", store=store) / "report.json"
-
-
 def load_report(settings: Settings, store: str) -> CertificationReport:
-    path = report_path(settings, store)
+    path = settings.lake.certification_report(store)
     if not path.exists():
         raise FileNotFoundError(f"no certification report at {path}: materialize it first")
     return CertificationReport.from_json(path.read_text())
@@ -60,7 +55,6 @@ def _pick(report: CertificationReport, asset: str, partition: str | None) -> Art
 
 
 def replay_step(
-    defs: dg.Definitions,
     settings: Settings,
     report: CertificationReport,
     asset: str,
@@ -75,12 +69,13 @@ def replay_step(
         with dg.instance_for_test() as instance:
             if asset == "raw_events":
                 instance.add_dynamic_partitions(BATCH_PARTITIONS_NAME, [record.partition])
+            defs = build_definitions(replica)
             result = dg.materialize(
                 list(defs.assets or []),
                 selection=dg.AssetSelection.assets(asset).required_multi_asset_neighbors(),
                 partition_key=record.partition,
                 instance=instance,
-                resources=build_resources(replica),
+                resources=defs.resources,
                 raise_on_error=False,
             )
         written = [root / Path(p).relative_to(settings.data_dir) for p in record.artifacts]

@@ -1,6 +1,6 @@
 """Resources -- and the ONLY module that reads the environment.
 
-`PHANTOM_PROFILE` (demo|study), `PHANTOM_DATA_DIR` (storage root, default `<repo>/data`) and
+`PHANTOM_PROFILE` (demo|study), `PHANTOM_DATA_DIR` (storage root, default `./data`) and
 `PHANTOM_CONFIG` (optional TOML file) select the settings; everything else receives them.
 `WANDB_MODE` / `WANDB_API_KEY` (+ `WANDB_DIR`, `WANDB_PROJECT`, `WANDB_ENTITY`) switch on the
 optional experiment tracking; without them nothing is sent and wandb is never imported.
@@ -8,7 +8,6 @@ optional experiment tracking; without them nothing is sent and wandb is never im
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
@@ -19,50 +18,15 @@ from dagster_dbt import DbtCliResource
 from dagster_duckdb import DuckDBResource
 
 from phantom_assets.assets.dbt_project import phantom_dbt_project
-from phantom_assets.config import DEFAULT_PROFILE, Settings, load_settings, settings_from_dict
-from phantom_assets.publish.hub import DEFAULT_BRANCH
+from phantom_assets.assets.resources import (
+    ExperimentTrackingResource,
+    HubResource,
+    StorageResource,
+)
+from phantom_assets.config import DEFAULT_PROFILE, Settings, load_settings
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-class StorageResource(dg.ConfigurableResource):
-    """The storage root and settings every asset reads and writes through.
-
-    `settings_json` (what `build_resources` passes) carries the complete settings, so a run
-    computes with exactly the settings its launcher resolved; without it the profile and optional
-    TOML file are loaded.
-    """
-
-    data_dir: str
-    profile: str = DEFAULT_PROFILE
-    config_file: str | None = None
-    settings_json: str | None = None
-
-    def settings(self) -> Settings:
-        """The typed settings of this resource, rooted at `data_dir`."""
-        root = Path(self.data_dir).resolve()
-        if self.settings_json:
-            return dataclasses.replace(
-                settings_from_dict(json.loads(self.settings_json)), data_dir=root
-            )
-        return load_settings(self.profile, root, self.config_file)
-
-
-class HubResource(dg.ConfigurableResource):
-    """Where `hf_dataset` publishes. Without a token or repo id every publish is a dry run.
-
-    The token is configured as `dg.EnvVar("HF_TOKEN")`, so the UI shows the variable's name,
-    never its value. `private` (default True: the sessions hold user agents and session ids)
-    is what a new repo is created as; `revision` is the branch committed to (created if
-    missing). A run's `PublishConfig` can override both (`phantom publish --public
-    --revision BRANCH`).
-    """
-
-    repo_id: str | None = None
-    token: str | None = None
-    endpoint: str | None = None
-    private: bool = True
-    revision: str = DEFAULT_BRANCH
+# The instance template `phantom` copies into a new DAGSTER_HOME (shipped with the package).
+DAGSTER_YAML_TEMPLATE = Path(__file__).with_name("dagster.yaml")
 
 
 def hub_from_env() -> HubResource:
@@ -72,34 +36,6 @@ def hub_from_env() -> HubResource:
         token=dg.EnvVar("HF_TOKEN") if os.environ.get("HF_TOKEN") else None,
         endpoint=os.environ.get("HF_ENDPOINT") or None,
     )
-
-
-class ExperimentTrackingResource(dg.ConfigurableResource):
-    """Optional Weights & Biases tracking of training runs (`mode=None`: off, nothing imported).
-
-    `offline` writes run directories under `run_dir` without an account; `online` needs an API
-    key, configured as `dg.EnvVar("WANDB_API_KEY")` so the UI never shows its value.
-    """
-
-    mode: str | None = None
-    project: str = "phantom"
-    entity: str | None = None
-    api_key: str | None = None
-    run_dir: str | None = None
-
-    @property
-    def enabled(self) -> bool:
-        """True when runs are tracked (offline or online)."""
-        return self.mode is not None
-
-    def init_kwargs(self) -> dict[str, object]:
-        """Keyword arguments of `wandb.init` (the key goes to `wandb_run(api_key=...)`)."""
-        if self.mode not in (None, "offline", "online"):
-            raise ValueError(f"tracking mode must be 'offline', 'online' or None: {self.mode!r}")
-        if self.run_dir:
-            Path(self.run_dir).mkdir(parents=True, exist_ok=True)
-        kwargs = {"mode": self.mode, "dir": self.run_dir, "entity": self.entity}
-        return {k: v for k, v in kwargs.items() if v is not None}
 
 
 def tracking_from_env() -> ExperimentTrackingResource:
@@ -123,7 +59,7 @@ def tracking_from_env() -> ExperimentTrackingResource:
 
 def settings_from_env() -> Settings:
     """Settings as selected by the environment (used by the CLI and the definitions)."""
-    data_dir = Path(os.environ.get("PHANTOM_DATA_DIR", REPO_ROOT / "data")).resolve()
+    data_dir = Path(os.environ.get("PHANTOM_DATA_DIR", "data")).resolve()
     return load_settings(
         os.environ.get("PHANTOM_PROFILE", DEFAULT_PROFILE),
         data_dir,
@@ -151,5 +87,5 @@ def build_resources(settings: Settings) -> dict[str, object]:
 
 
 def dagster_home_from_env() -> Path:
-    """DAGSTER_HOME, defaulting to `<repo>/.dagster_home` so run history persists per checkout."""
-    return Path(os.environ.get("DAGSTER_HOME", REPO_ROOT / ".dagster_home")).resolve()
+    """DAGSTER_HOME, defaulting to `./.dagster_home` so run history persists per checkout."""
+    return Path(os.environ.get("DAGSTER_HOME", ".dagster_home")).resolve()

@@ -1,18 +1,50 @@
-"""The main job behind `phantom run`: register batches, then materialize the graph stage by stage.
+"""`phantom run`: register batches, then materialize the graph as Dagster runs on parallel workers.
 
-A *stage* is a maximal run of topologically ordered assets sharing one partitions definition; it
-is executed once per partition key (in process, against the persistent instance in DAGSTER_HOME,
-so every run shows up in the UI's history with its logs and lineage).
+The graph is cut into *stages* (topologically ordered assets sharing one partitions definition)
+and each stage into one *task* per partition key; a task is one Dagster run (`dg.materialize` of
+the stage's assets for that key, against the persistent instance, so it is in the UI's history
+with its logs and lineage). Tasks are dispatched to `workers` processes as soon as the tasks they
+depend on have succeeded (the same store's tasks of every upstream stage): two cores train two
+policies, or build one store's market while the other store scores. Each worker builds the
+definitions once, so a run pays no process start-up (a daemon backfill would pay ~5 s per run
+and wait for 30 s daemon ticks between levels of the graph).
+
+A failed task (a step error or a failed blocking check) skips every task downstream of it in
+the same store; those are reported as skipped. Runs of a killed `phantom run` are found at the
+next start (their worker process is gone), marked failed and their pool slots freed.
 """
 
 from __future__ import annotations
 
-import time
+import enum
+import signal
+import threading
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
+from orchestration.progress import Progress
+from orchestration.recovery import (
+    ACTIVE_STATUSES,
+    SESSION_TAG,
+    end_runs,
+    foreign_holders,
+    recover_dead_runs,
+    run_tags,
+)
+from orchestration.workers import (
+    InProcessWorker,
+    ProcessWorkers,
+    TaskRequest,
+    TaskResult,
+    WorkerSetup,
+    as_requests,
+    run_log_path,
+)
 from phantom_assets.assets.partitions import BATCH_PARTITIONS_NAME
 from phantom_assets.batches import BatchRegistry, candidate_files
 from phantom_assets.config import Settings
@@ -20,8 +52,14 @@ from phantom_assets.storage import remove_stale_temp_files
 
 # Publishing is a decision: `phantom publish` (or an explicit selection) runs it, `phantom run` not.
 MANUAL_GROUPS = ("publish",)
-# Step events stay in the run's event log (and the UI); the terminal gets one line per run.
-QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+LAUNCHED_BY_TAG = "phantom/launched_by"
+POLL_S = 1.0  # how often a waiting runner looks again (sleeping in between, not spinning)
+
+
+class Status(enum.StrEnum):
+    OK = "ok"
+    FAILED = "failed"
+    SKIPPED = "skipped"
 
 
 @dataclass(frozen=True)
@@ -36,15 +74,32 @@ class Stage:
         return ", ".join(k.to_user_string() for k in self.keys)
 
 
+@dataclass(frozen=True)
+class Task:
+    """One run: a stage's assets for one partition key."""
+
+    stage: int
+    partition: str | None
+    store: str | None  # the store the partition belongs to (None: every store, e.g. the warehouse)
+    pools: frozenset[str]
+    # One batch failing to ingest (an unreadable file) must not hold back the others: its
+    # downstream runs on the batches that loaded, and the failure is reported.
+    blocks_downstream: bool = True
+
+
 @dataclass
 class RunOutcome:
-    """What happened to each (stage, partition) run."""
+    """What happened to one (stage, partition) run."""
 
     stage: str
     partition: str | None
-    success: bool
+    status: Status
     seconds: float
-    run_id: str
+    run_id: str | None
+
+    @property
+    def success(self) -> bool:
+        return self.status is Status.OK
 
 
 @dataclass
@@ -52,10 +107,19 @@ class PipelineReport:
     registered: list[str] = field(default_factory=list)
     new_batches: list[str] = field(default_factory=list)
     outcomes: list[RunOutcome] = field(default_factory=list)
+    log_path: Path | None = None
 
     @property
     def failed(self) -> list[RunOutcome]:
-        return [o for o in self.outcomes if not o.success]
+        return [o for o in self.outcomes if o.status is Status.FAILED]
+
+    @property
+    def skipped(self) -> list[RunOutcome]:
+        return [o for o in self.outcomes if o.status is Status.SKIPPED]
+
+
+class MissingUpstreamError(RuntimeError):
+    """The selection reads assets that were never materialized and are not selected."""
 
 
 def register_batches(
@@ -76,6 +140,18 @@ def register_batches(
     return sorted(set(keys)), new
 
 
+def _selected_keys(defs: dg.Definitions, selection: str | None) -> set[dg.AssetKey]:
+    graph = defs.resolve_asset_graph()
+    if selection:
+        # Multi-assets that cannot be subset (raw_events + its quarantine) come along whole.
+        return (
+            dg.AssetSelection.from_string(selection).required_multi_asset_neighbors().resolve(graph)
+        )
+    return {
+        k for k in graph.materializable_asset_keys if graph.get(k).group_name not in MANUAL_GROUPS
+    }
+
+
 def plan_stages(defs: dg.Definitions, selection: str | None = None) -> list[Stage]:
     """Group the selected materializable assets into as few dependency-ordered stages as possible.
 
@@ -84,16 +160,7 @@ def plan_stages(defs: dg.Definitions, selection: str | None = None) -> list[Stag
     one run per partition key executes both in order).
     """
     graph = defs.resolve_asset_graph()
-    selected = (
-        # Multi-assets that cannot be subset (raw_events + its quarantine) come along whole.
-        dg.AssetSelection.from_string(selection).required_multi_asset_neighbors().resolve(graph)
-        if selection
-        else {
-            k
-            for k in graph.materializable_asset_keys
-            if graph.get(k).group_name not in MANUAL_GROUPS
-        }
-    )
+    selected = _selected_keys(defs, selection)
     stages: list[Stage] = []
     stage_of: dict[dg.AssetKey, int] = {}
     for key in graph.toposorted_asset_keys:
@@ -120,51 +187,274 @@ def plan_stages(defs: dg.Definitions, selection: str | None = None) -> list[Stag
     return stages
 
 
-def _partition_keys(stage: Stage, instance: dg.DagsterInstance) -> Sequence[str | None]:
-    if stage.partitions_def is None:
-        return [None]
-    return stage.partitions_def.get_partition_keys(dynamic_partitions_store=instance)
+def missing_upstream(
+    defs: dg.Definitions, instance: dg.DagsterInstance, selection: str | None
+) -> list[dg.AssetKey]:
+    """Unselected materializable parents of the selection that have never been materialized."""
+    graph = defs.resolve_asset_graph()
+    selected = _selected_keys(defs, selection)
+    parents = {
+        parent
+        for key in selected
+        for parent in graph.get(key).parent_keys
+        if parent not in selected and graph.get(parent).is_materializable
+    }
+    return sorted(
+        (p for p in parents if instance.get_latest_materialization_event(p) is None),
+        key=lambda k: k.to_user_string(),
+    )
+
+
+def _is_batch(partitions_def: dg.PartitionsDefinition | None) -> bool:
+    return getattr(partitions_def, "name", None) == BATCH_PARTITIONS_NAME
+
+
+def _store_of(partitions_def: dg.PartitionsDefinition | None, key: str | None) -> str | None:
+    """The store a partition belongs to (None: not store-scoped)."""
+    if key is None or partitions_def is None or _is_batch(partitions_def):
+        return None
+    if isinstance(partitions_def, dg.MultiPartitionsDefinition):
+        return partitions_def.get_partition_key_from_str(key).keys_by_dimension.get("store")
+    return key
+
+
+def plan_tasks(
+    defs: dg.Definitions, stages: Sequence[Stage], instance: dg.DagsterInstance
+) -> tuple[list[Task], dict[int, set[int]]]:
+    """One task per (stage, partition key) and, per task, the tasks it waits for: those of every
+    upstream stage in the same store (or all of them when either side spans the stores)."""
+    graph = defs.resolve_asset_graph()
+    tasks: list[Task] = []
+    for index, stage in enumerate(stages):
+        keys = (
+            [None]
+            if stage.partitions_def is None
+            else stage.partitions_def.get_partition_keys(dynamic_partitions_store=instance)
+        )
+        pools = frozenset(p for k in stage.keys for p in (graph.get(k).pools or ()))
+        blocks = not _is_batch(stage.partitions_def)
+        tasks.extend(
+            Task(index, key, _store_of(stage.partitions_def, key), pools, blocks) for key in keys
+        )
+    stage_of = {key: i for i, stage in enumerate(stages) for key in stage.keys}
+    upstream: dict[int, set[int]] = {}
+    for index, stage in enumerate(stages):
+        up: set[int] = set()
+        frontier = [p for k in stage.keys for p in graph.get(k).parent_keys]
+        seen: set[dg.AssetKey] = set()
+        while frontier:
+            parent = frontier.pop()
+            if parent in seen:
+                continue
+            seen.add(parent)
+            if parent in stage_of and stage_of[parent] != index:
+                up.add(stage_of[parent])
+            frontier.extend(graph.get(parent).parent_keys)
+        upstream[index] = up
+    waits: dict[int, set[int]] = {}
+    for i, task in enumerate(tasks):
+        waits[i] = {
+            j
+            for j, other in enumerate(tasks)
+            if other.stage in upstream[task.stage]
+            and (task.store is None or other.store is None or task.store == other.store)
+        }
+    return tasks, waits
+
+
+class Interrupted(Exception):
+    """SIGTERM or SIGINT arrived while `phantom run` was running."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_interrupted(signum: int, _frame: object) -> None:
+    raise Interrupted(signum)
+
+
+@dataclass
+class _Scheduler:
+    """Dispatches ready tasks to free workers; a failure skips everything that waits on it."""
+
+    defs: dg.Definitions
+    instance: dg.DagsterInstance
+    stages: list[Stage]
+    tasks: list[Task]
+    waits: dict[int, set[int]]
+    progress: Progress
+    tags: dict[str, str]
+    run_config: dict[str, Any]
+    echo: Callable[[str], None]
+    status: dict[int, Status] = field(default_factory=dict)
+    outcomes: dict[int, RunOutcome] = field(default_factory=dict)
+    running: dict[int, Task] = field(default_factory=dict)
+    _waiting_note: set[str] = field(default_factory=set)
+
+    def _resolve(self, task_id: int, status: Status, seconds: float, run_id: str | None) -> None:
+        task = self.tasks[task_id]
+        self.status[task_id] = status
+        self.outcomes[task_id] = RunOutcome(
+            self.stages[task.stage].label, task.partition, status, seconds, run_id
+        )
+        self.progress.finished(task.stage, status.value, seconds)
+        if status is Status.FAILED:
+            self.echo(f"FAILED {self.stages[task.stage].label} [{task.partition}] (run {run_id})")
+
+    def _skip_downstream_of_failures(self) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for i in range(len(self.tasks)):
+                if i in self.status or i in self.running:
+                    continue
+                if any(self._blocked_by(w) for w in self.waits[i]):
+                    self._resolve(i, Status.SKIPPED, 0.0, None)
+                    changed = True
+
+    def _blocked_by(self, task_id: int) -> bool:
+        failed = self.status.get(task_id) in (Status.FAILED, Status.SKIPPED)
+        return failed and self.tasks[task_id].blocks_downstream
+
+    def _pool_free(self, task: Task) -> bool:
+        own = {o.run_id for o in self.outcomes.values() if o.run_id}
+        for pool in task.pools:
+            limit, others = foreign_holders(self.instance, pool, own)
+            mine = sum(pool in t.pools for t in self.running.values())
+            if mine + len(others) >= limit:
+                note = f"{pool}:{','.join(others)}"
+                if others and note not in self._waiting_note:
+                    self._waiting_note.add(note)
+                    holders = ", ".join(self._describe(r) for r in others)
+                    self.echo(f"waiting for pool {pool!r}: its slot is held by {holders}")
+                return False
+        return True
+
+    def _describe(self, run_id: str) -> str:
+        run = self.instance.get_run_by_id(run_id)
+        if run is None:
+            return f"run {run_id[:8]} (unknown)"
+        pid = run.tags.get("phantom/pid", "?")
+        return f"run {run_id[:8]} ({run.status.value}, pid {pid})"
+
+    def _ready(self) -> list[int]:
+        return [
+            i
+            for i in range(len(self.tasks))
+            if i not in self.status
+            and i not in self.running
+            and all(w in self.status and not self._blocked_by(w) for w in self.waits[i])
+        ]
+
+    def run(self, workers: InProcessWorker | ProcessWorkers) -> None:
+        while len(self.status) < len(self.tasks):
+            self._skip_downstream_of_failures()
+            for i in self._ready():
+                if workers.free <= 0:
+                    break
+                task = self.tasks[i]
+                if not self._pool_free(task):
+                    continue
+                self.running[i] = task
+                self.progress.started(task.stage)
+                keys = as_requests(self.stages[task.stage].keys)
+                workers.submit(TaskRequest(i, keys, task.partition, self.tags, self.run_config))
+            if not self.running and not self._ready() and len(self.status) < len(self.tasks):
+                self._skip_downstream_of_failures()
+                if not self._ready() and len(self.status) < len(self.tasks):
+                    raise RuntimeError("no task can run: the task plan has a cycle")
+                continue
+            for result in workers.poll(POLL_S):
+                self._finish(result)
+
+    def _finish(self, result: TaskResult) -> None:
+        self.running.pop(result.task_id)
+        if result.error:
+            self.echo(f"task error: {result.error}")
+        status = Status.OK if result.success else Status.FAILED
+        self._resolve(result.task_id, status, result.seconds, result.run_id)
 
 
 def run_pipeline(
-    defs: dg.Definitions,
     settings: Settings,
     instance: dg.DagsterInstance,
-    resources: dict[str, object],
     selection: str | None = None,
+    *,
     echo: Callable[[str], None] = lambda _: None,
     run_config: dict | None = None,
+    resources: dict[str, object] | None = None,
+    workers: int = 0,
+    verbose: bool = True,
+    defs: dg.Definitions | None = None,
 ) -> PipelineReport:
-    """Register batches, then materialize every stage for every partition key, in order.
+    """Register batches, then materialize every selected stage × partition as Dagster runs.
 
-    A failed partition is reported and the pipeline carries on with the others (one unreadable
-    file must not block every other batch); the caller turns failures into a non-zero exit.
+    `workers=0` runs the tasks one by one in this process; `workers=N` in N worker processes
+    (the instance must then be persistent). `defs` replaces the graph built from `settings`
+    (in process only). A failed run skips its downstream tasks; the caller
+    turns failures and skips into a non-zero exit. SIGTERM/SIGINT cancel the runs in flight and
+    raise `Interrupted`.
+
+    Raises:
+        MissingUpstreamError: the selection reads an unselected asset never materialized.
     """
+    from orchestration.definitions import build_definitions
+
+    if defs is not None and workers > 0:
+        raise ValueError("prebuilt definitions run in process only (workers=0)")
+    defs = defs or build_definitions(settings, resources=resources)
     report = PipelineReport()
+    recover_dead_runs(instance, echo)
     for leftover in remove_stale_temp_files(settings.data_dir):  # a killed writer's temp files
         echo(f"removed partial write {leftover}")
     report.registered, report.new_batches = register_batches(settings, instance)
     echo(f"batches: {len(report.registered)} registered ({len(report.new_batches)} new)")
-    assets = list(defs.assets or [])
-    for stage in plan_stages(defs, selection):
-        keys = _partition_keys(stage, instance)
-        echo(f"stage [{stage.label}] × {len(keys)} partition(s)")
-        for partition in keys:
-            started = time.perf_counter()
-            result = dg.materialize(
-                assets,
-                selection=list(stage.keys),
-                partition_key=partition,
-                instance=instance,
-                resources=resources,
-                raise_on_error=False,
-                tags={"phantom/launched_by": "phantom run"},
-                run_config={**QUIET_CONSOLE, **(run_config or {})},
-            )
-            outcome = RunOutcome(
-                stage.label, partition, result.success, time.perf_counter() - started, result.run_id
-            )
-            report.outcomes.append(outcome)
-            status = "ok" if outcome.success else "FAILED"
-            echo(f"  {partition or '(unpartitioned)'}: {status} in {outcome.seconds:.1f}s")
+    missing = missing_upstream(defs, instance, selection)
+    if missing:
+        names = ", ".join(k.to_user_string() for k in missing)
+        raise MissingUpstreamError(
+            f"the selection {selection!r} reads {names}, never materialized in this instance; "
+            f"include the upstream with '*<asset>' (e.g. --select '*{selection}') or run "
+            "`phantom run` without --select first"
+        )
+    stages = plan_stages(defs, selection)
+    tasks, waits = plan_tasks(defs, stages, instance)
+    totals = [sum(t.stage == i for t in tasks) for i in range(len(stages))]
+    progress = Progress.of([s.label for s in stages], totals, max(workers, 1), echo)
+    session = uuid.uuid4().hex
+    tags = {LAUNCHED_BY_TAG: "phantom run", **run_tags(session)}
+    scheduler = _Scheduler(
+        defs, instance, stages, tasks, waits, progress, tags, run_config or {}, echo
+    )
+    if workers > 0:
+        report.log_path = None if verbose else run_log_path(settings.data_dir, session)
+        setup = WorkerSetup(
+            settings.as_dict(), dict(resources or {}), instance.get_ref(),
+            None if report.log_path is None else str(report.log_path),
+        )  # fmt: skip
+        pool: InProcessWorker | ProcessWorkers = ProcessWorkers(workers, setup)
+    else:
+        pool = InProcessWorker(defs, instance)
+    # Signal handlers can only be installed from the main thread (an embedding app may differ).
+    signals = (
+        (signal.SIGTERM, signal.SIGINT)
+        if threading.current_thread() is threading.main_thread()
+        else ()
+    )
+    handlers = {sig: signal.signal(sig, _raise_interrupted) for sig in signals}
+    try:
+        scheduler.run(pool)
+        pool.close()
+    except BaseException:
+        pool.close(kill=True)
+        active = instance.get_runs(
+            dg.RunsFilter(tags={SESSION_TAG: session}, statuses=ACTIVE_STATUSES)
+        )
+        end_runs(instance, list(active), canceled=True, why="phantom run was interrupted")
+        raise
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    report.outcomes = [scheduler.outcomes[i] for i in sorted(scheduler.outcomes)]
     return report

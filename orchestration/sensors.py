@@ -5,8 +5,8 @@ import json
 import dagster as dg
 
 from orchestration.jobs import ingest_job
-from orchestration.resources import StorageResource
 from phantom_assets.assets.partitions import BATCH_PARTITIONS_NAME, batch_partitions
+from phantom_assets.assets.resources import StorageResource
 from phantom_assets.batches import BatchRegistry, candidate_files, file_signatures, settled_files
 
 DROP_ZONE_INTERVAL_S = 30

@@ -28,7 +28,7 @@ def session_counts(settings: Settings) -> pl.DataFrame:
 
 def quarantine_counts(settings: Settings) -> pl.DataFrame:
     """Quarantined rows per reason over every batch."""
-    files = sorted((settings.lake_dir / "raw_events_quarantine").glob("batch=*/quarantine.parquet"))
+    files = settings.lake.all_quarantine()
     if not files:
         return pl.DataFrame(
             {"reason": [], "n_rows": []}, schema={"reason": pl.Utf8, "n_rows": pl.UInt32}

@@ -1,8 +1,8 @@
 """One typed configuration for PHANTOM, with the `demo` and `study` profiles (DESIGN §9).
 
-Pure: this module never reads the environment. `orchestration/resources.py` is the only place
-that turns environment variables (`PHANTOM_PROFILE`, `PHANTOM_DATA_DIR`, `PHANTOM_CONFIG`) into a
-`Settings` via `load_settings`.
+Pure: this module never reads the environment; the top floor turns environment variables
+(`PHANTOM_PROFILE`, `PHANTOM_DATA_DIR`, `PHANTOM_CONFIG`) into a `Settings` via `load_settings`
+and passes it down.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from phantom_assets.constants import DEFAULT_FOLDS, DEFAULT_KAPPA, DEFAULT_TEMPERATURE
+from phantom_assets.lake import Lake
 
 PROFILES = ("demo", "study")
 DEFAULT_PROFILE = "demo"
@@ -143,6 +144,11 @@ class Settings:
     @property
     def lake_dir(self) -> Path:
         return self.data_dir / "lake"
+
+    @property
+    def lake(self) -> Lake:
+        """Where every lake artifact lives (the one owner of the layout)."""
+        return Lake(self.lake_dir)
 
     @property
     def warehouse_path(self) -> Path:

@@ -58,3 +58,14 @@ def tiny_settings(data_dir: Path) -> Settings:
     from phantom_assets.config import load_settings
 
     return dataclasses.replace(load_settings("demo", data_dir=data_dir), simulation=TINY_SIMULATION)
+
+
+def _demo_definitions():
+    from orchestration.definitions import build_definitions
+    from phantom_assets.config import load_settings
+
+    return build_definitions(load_settings("demo"))
+
+
+# The demo profile's graph, for tests that need asset definitions but no particular settings.
+DEMO_DEFS = _demo_definitions()

@@ -12,6 +12,7 @@ import dagster as dg
 from dagster_celery import celery_executor
 
 from orchestration.definitions import build_definitions
+from orchestration.resources import settings_from_env
 
 CELERY_EXECUTOR = celery_executor.configured(
     {
@@ -20,4 +21,8 @@ CELERY_EXECUTOR = celery_executor.configured(
     }
 )
 
-defs: dg.Definitions = build_definitions(CELERY_EXECUTOR)
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    """The Celery location as the environment configures it (read when Dagster loads it)."""
+    return build_definitions(settings_from_env(), CELERY_EXECUTOR)

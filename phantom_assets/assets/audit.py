@@ -3,10 +3,15 @@
 import dagster as dg
 import numpy as np
 
-from orchestration.lineage import collect_lineage
-from orchestration.resources import REPO_ROOT, StorageResource
-from phantom_assets.assets.metadata import artifact_version, code_version_of
-from phantom_assets.assets.partitions import store_partitions
+from phantom_assets.assets.lineage import collect_lineage
+from phantom_assets.assets.metadata import (
+    PACKAGE_ROOT,
+    artifact_version,
+    code_version_of,
+    with_settings,
+)
+from phantom_assets.assets.partitions import BY_STORE, GridPartitions, store_partitions
+from phantom_assets.assets.resources import StorageResource
 from phantom_assets.audit import (
     CertificationReport,
     environment_snapshot,
@@ -16,23 +21,19 @@ from phantom_assets.audit import (
     rank_candidates,
     render_markdown,
 )
+from phantom_assets.config import Settings
 from phantom_assets.constants import SELECTION_SPLIT
+from phantom_assets.lake import REPORT_FILE, REPORT_MD_FILE, STRESS_FILE
 from phantom_assets.policies import policy_key
-from phantom_assets.storage import partition_dir, read_partitions, write_bytes_atomic
+from phantom_assets.storage import write_bytes_atomic
 
-BY_STORE = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="store")
+AUDIT_CODE = code_version_of(
+    "phantom_assets.assets.audit", "phantom_assets.audit", "phantom_assets.assets.lineage"
+)
 STRESS_METRIC = "reward"
 GATE_SEED = 29
 
 
-@dg.asset(
-    partitions_def=store_partitions,
-    deps=[dg.AssetDep("policy_evaluations", partition_mapping=BY_STORE), "benchmark_curves"],
-    group_name="audit",
-    kinds={"python", "json"},
-    code_version=code_version_of("phantom_assets.assets.audit", "phantom_assets.audit",
-                                 "orchestration.lineage"),
-)  # fmt: skip
 def certification_report(
     context: dg.AssetExecutionContext, storage: StorageResource
 ) -> dg.MaterializeResult:
@@ -42,18 +43,13 @@ def certification_report(
     episode seeds, it beats both its baseline twin and the static engine (exact sign-flip test,
     Holm across candidates)."""
     store, settings = context.partition_key, storage.settings()
-    stress = read_partitions(
-        settings.lake_dir, "policy_evaluations", f"store={store}/policy=*/stress.parquet"
-    )
+    stress = settings.lake.all_evaluations(store, STRESS_FILE)
     if stress is None:
         raise dg.Failure(f"no stress evaluations for store {store}: materialize policy_evaluations")
     static = policy_key("static", None, settings.training.train_alphas[0])
     selection = per_seed(stress, STRESS_METRIC)[SELECTION_SPLIT]
     tested = rank_candidates(selection, static).head(settings.evaluation.gate_candidates)
-    # The code location's graph (an in-process `materialize` has no repository on its context).
-    from orchestration.definitions import defs
-
-    graph = defs.resolve_asset_graph()
+    graph = context.repository_def.asset_graph
     lineage = {}
     for policy in sorted({*tested["policy"], *tested["twin"], static}):  # a handful of policies
         key = dg.MultiPartitionKey({"store": store, "policy": policy})
@@ -75,12 +71,12 @@ def certification_report(
         config=settings.as_dict(),
         seeds={"gate": GATE_SEED, "selection": list(decision.selection_seeds),
                "test": list(decision.test_seeds)},
-        environment=environment_snapshot(REPO_ROOT),
+        environment=environment_snapshot(PACKAGE_ROOT.parent),
     )  # fmt: skip
-    folder = partition_dir(settings.lake_dir, "certification_report", store=store)
-    write_bytes_atomic(report.to_json().encode(), folder / "report.json")
-    write_bytes_atomic(render_markdown(report).encode(), folder / "report.md")
-    version, artifacts = artifact_version(folder / "report.json", folder / "report.md")
+    folder = settings.lake.certification_dir(store)
+    write_bytes_atomic(report.to_json().encode(), folder / REPORT_FILE)
+    write_bytes_atomic(render_markdown(report).encode(), folder / REPORT_MD_FILE)
+    version, artifacts = artifact_version(folder / REPORT_FILE, folder / REPORT_MD_FILE)
     context.log.info(f"{store}: {decision.candidate} "
                      f"{'CERTIFIED' if decision.certified else 'not certified'}")  # fmt: skip
     return dg.MaterializeResult(
@@ -103,3 +99,15 @@ def certification_report(
             "method": decision.method,
         },
     )
+
+
+def build_audit_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:
+    """`certification_report`, versioned with the gate's settings (seeds, candidates)."""
+    asset = dg.asset(
+        partitions_def=store_partitions,
+        deps=[dg.AssetDep("policy_evaluations", partition_mapping=BY_STORE), "benchmark_curves"],
+        group_name="audit",
+        kinds={"python", "json"},
+        code_version=with_settings(AUDIT_CODE, settings.evaluation, settings.training.train_alphas),
+    )
+    return [asset(certification_report)]

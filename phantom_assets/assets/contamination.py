@@ -1,11 +1,10 @@
 """Contamination group: G(α) -- a store's real human sessions plus synthetic agent sessions.
 
-Slightly over the 250-line guide: the warehouse queries and the α̂ report's file helpers live
-beside the one asset that uses them; the maths is in `phantom_assets.contamination`.
+The warehouse inputs come from the `contamination_*` dbt marts; the maths and the lake files are
+in `phantom_assets.contamination`.
 """
 
 import datetime as dt
-from pathlib import Path
 
 import dagster as dg
 import numpy as np
@@ -13,85 +12,76 @@ import polars as pl
 from dagster_duckdb import DuckDBResource
 from duckdb import DuckDBPyConnection
 
-from orchestration.resources import StorageResource
 from phantom_assets.assets.dbt import WAREHOUSE_POOL
-from phantom_assets.assets.fingerprint import (
-    BY_STORE,
-    labeled_sessions_path,
-    load_kernel_set,
-    load_score_calibration,
+from phantom_assets.assets.metadata import (
+    artifact_version,
+    code_version_of,
+    table_metadata,
+    with_settings,
 )
-from phantom_assets.assets.metadata import artifact_version, code_version_of, table_metadata
 from phantom_assets.assets.partitions import (
-    ALPHA_GRID,
-    alpha_key,
+    BY_STORE,
+    SAME_STORE,
+    GridPartitions,
     store_alpha_keys,
-    store_alpha_partitions,
 )
+from phantom_assets.assets.resources import StorageResource
+from phantom_assets.config import Settings
 from phantom_assets.constants import ACTORS, STORES
 from phantom_assets.contamination import (
     AlphaHatParams,
     ContaminationParams,
+    alpha_hat_report,
     calibrated_scorer,
     contaminate,
-    dataset_alpha_hat,
     demand_proxy,
-    labeled_alpha_hat,
+    mean_f_by_alpha,
     mean_f_is_monotone,
+    read_human_sessions,
+    read_labeled_f,
     reference_agent_f,
+    write_contaminated_dataset,
 )
-from phantom_assets.storage import partition_dir, write_json_atomic, write_parquet_atomic
+from phantom_assets.fingerprint import load_kernel_set, load_score_calibration
+from phantom_assets.lake import Lake
 
-CONTAMINATION_CODE_VERSION = code_version_of(
+CONTAMINATION_CODE = code_version_of(
     "phantom_assets.assets.contamination",
     "phantom_assets.contamination",
     "phantom_assets.fingerprint",
     "phantom_assets.constants",
 )
-SESSIONS_FILE, DEMAND_FILE, ALPHA_HAT_FILE = "sessions.parquet", "demand.json", "alpha_hat.json"
 MEAN_F_CHECK, ALPHA_HAT_CHECK = "mean_f_rises_with_alpha", "alpha_hat_ci_covers_alpha"
-DATASET_FILES = (SESSIONS_FILE, DEMAND_FILE, ALPHA_HAT_FILE)
 REFERENCE_STREAM, BOOTSTRAP_STREAM = 1_000, 1  # extra seed entropy of the α̂ random streams
-# store × alpha -> the same store's partitions of a store × actor asset (every actor).
-SAME_STORE = dg.MultiPartitionMapping(
-    {"store": dg.DimensionPartitionMapping("store", dg.IdentityPartitionMapping())}
-)
-# Interaction events only, deduplicated and ordered exactly like `sessions.trajectory`.
+# The store's slices of the `contamination_*` marts (dbt builds them; see their .yml).
 PRODUCT_MIX_QUERY = """
-select product_id, count(*)::double as weight
-from int_events_deduplicated
-where store = $store and record_type = 'interaction' and product_id is not null
-group by product_id
-order by product_id
+select product_id, n_interactions::double as weight
+from contamination_product_mix where store = $store order by product_id
 """
-AGENT_GAPS_QUERY = """
-with agent_events as (
-    select e.session_id, e.event_at, e.batch_id, e.source_row
-    from int_events_deduplicated e join session_labels l using (session_id)
-    where e.store = $store and e.record_type = 'interaction' and l.actor = 'agent'
-)
-select (epoch_ms(event_at) - epoch_ms(lag(event_at) over (
-    partition by session_id order by event_at, batch_id, source_row))) / 1000.0 as gap_s
-from agent_events
-qualify gap_s is not null
-order by gap_s
-"""
+AGENT_GAPS_QUERY = "select gap_s from contamination_agent_gaps where store = $store order by gap_s"
 EVENT_TIMES_QUERY = """
-select session_id, list(event_at order by event_at, batch_id, source_row) as ts
-from int_events_deduplicated
-where store = $store and record_type = 'interaction'
-group by session_id
+select session_id, event_times as ts from contamination_event_times where store = $store
 """
 SPAN_QUERY = """
-select epoch_ms(min(started_at)) as origin_ms,
-       (epoch_ms(max(started_at)) - epoch_ms(min(started_at))) / 1000.0 as window_s
-from sessions where store = $store
+select epoch_ms(first_session_at) as origin_ms, window_s
+from contamination_store_spans where store = $store
 """
+WAREHOUSE_MARTS = (
+    "contamination_product_mix",
+    "contamination_agent_gaps",
+    "contamination_event_times",
+    "contamination_store_spans",
+)
 
 
 def partition_entropy(seed: int, store: str, alpha: float) -> list[int]:
     """Seed entropy of one store × α partition: the config seed plus a stable partition offset."""
     return [seed, STORES.index(store), round(100 * alpha)]
+
+
+def reference_rng(seed: int, store: str) -> np.random.Generator:
+    """Stream of a store's reference synthetic agents (shared by its α partitions)."""
+    return np.random.default_rng([seed, STORES.index(store), REFERENCE_STREAM])
 
 
 def _warehouse_inputs(
@@ -117,105 +107,6 @@ def _warehouse_inputs(
     return params, event_times
 
 
-def _human_sessions(lake: Path, store: str, event_times: pl.DataFrame) -> pl.DataFrame:
-    """Real human sessions of `store` with their out-of-fold f and per-event times."""
-    scores = pl.read_parquet(
-        partition_dir(lake, "divergence_scores", store=store) / "scores.parquet"
-    )
-    return (
-        pl.read_parquet(labeled_sessions_path(lake, store, "human"))
-        .join(scores.select("session_id", "f"), on="session_id", how="left", maintain_order="left")
-        .join(event_times, on="session_id", how="left", maintain_order="left")
-    )
-
-
-def _labeled_oof(lake: Path, store: str) -> pl.DataFrame:
-    """Both classes' labeled sessions with their out-of-fold (selected) f and experiment ids."""
-    scores = pl.read_parquet(
-        partition_dir(lake, "divergence_scores", store=store) / "scores.parquet"
-    ).select("session_id", "f")
-    return pl.concat(
-        [
-            pl.read_parquet(labeled_sessions_path(lake, store, actor))
-            .select("session_id", "actor", "experiment_id")
-            .join(scores, on="session_id", how="left", maintain_order="left")
-            for actor in ACTORS
-        ]
-    )
-
-
-def alpha_hat_report(
-    frame: pl.DataFrame,
-    humans: pl.DataFrame,
-    reference_f: np.ndarray,
-    lake: Path,
-    store: str,
-    params: AlphaHatParams,
-    rng: np.random.Generator,
-) -> dict[str, object]:
-    """`alpha_hat.json` of one dataset: α̂ (E[f|A] from the reference synthetic agents), the true
-    session share, and the diagnostic α̂ with E[f|A] from the labeled agents' out-of-fold f."""
-    estimate = dataset_alpha_hat(frame, humans, reference_f, params, rng)
-    oof = labeled_alpha_hat(frame, _labeled_oof(lake, store), params, rng)
-    share = float((frame["source"] == "synthetic").mean() or 0.0)
-    return {
-        **estimate.to_dict(),
-        "alpha": float(frame["alpha"][0]) if frame.height else None,
-        "alpha_true_share": share,
-        "covers_true_share": estimate.covers(share),
-        "f_method": frame["f_method"][0] if frame.height else None,
-        "e_f_agent_source": "reference synthetic agents scored like the dataset",
-        "n_reference_agents": int(reference_f.size),
-        "alpha_hat_oof_agents": oof.alpha_hat_unclipped,
-        "mean_f_agent_oof": oof.mean_f_agent,
-    }
-
-
-def mean_f_by_alpha(lake: Path, store: str) -> dict[float, float]:
-    """Mean f of every materialized α partition of `store` in the grid (files on disk)."""
-    paths = {
-        alpha: partition_dir(lake, "contaminated_datasets", store=store, alpha=alpha_key(alpha))
-        / SESSIONS_FILE
-        for alpha in ALPHA_GRID
-    }
-    return {
-        alpha: float(pl.scan_parquet(path).select(pl.col("f").mean()).collect().item())
-        for alpha, path in paths.items()
-        if path.exists()
-    }
-
-
-@dg.asset(
-    partitions_def=store_alpha_partitions,
-    deps=[
-        dg.AssetDep("labeled_sessions", partition_mapping=SAME_STORE),
-        dg.AssetDep("transition_kernels", partition_mapping=SAME_STORE),
-        dg.AssetDep("divergence_scores", partition_mapping=BY_STORE),
-        "int_events_deduplicated",
-        "session_labels",
-        "sessions",
-    ],
-    group_name="contamination",
-    kinds={"python", "duckdb", "parquet"},
-    pool=WAREHOUSE_POOL,
-    code_version=CONTAMINATION_CODE_VERSION,
-    check_specs=[
-        dg.AssetCheckSpec(
-            MEAN_F_CHECK,
-            asset="contaminated_datasets",
-            blocking=False,
-            description="Mean f of the store's materialized α partitions never drops as α rises "
-            "(within ContaminationConfig.monotonic_tolerance).",
-        ),
-        dg.AssetCheckSpec(
-            ALPHA_HAT_CHECK,
-            asset="contaminated_datasets",
-            blocking=False,
-            description="The α̂ CI holds the dataset's true share of agent sessions (can fail at "
-            "the CI's nominal rate).",
-        ),
-    ],
-)
 def contaminated_datasets(
     context: dg.AssetExecutionContext, storage: StorageResource, warehouse: DuckDBResource
 ):
@@ -225,11 +116,11 @@ def contaminated_datasets(
     its bootstrap CI (`alpha_hat.json`)."""
     store, alpha = store_alpha_keys(context)
     settings = storage.settings()
-    cfg, lake = settings.contamination, settings.lake_dir
+    cfg, lake = settings.contamination, settings.lake
     with warehouse.get_connection() as conn:
         params, event_times = _warehouse_inputs(conn, store)
-    humans = _human_sessions(lake, store, event_times)
-    human, agent = (load_kernel_set(lake, store, a, settings.fingerprint.kappa) for a in ACTORS)
+    humans = read_human_sessions(lake, store, event_times)
+    human, agent = (load_kernel_set(lake, store, actor) for actor in ACTORS)
     calibration = load_score_calibration(lake, store)
     scorer = calibrated_scorer(human, agent, store, calibration)
     entropy = partition_entropy(cfg.seed, store, alpha)
@@ -237,40 +128,81 @@ def contaminated_datasets(
     frame = contaminate(humans, agent.full.probs, alpha, params, rng, scorer)
     frame = frame.with_columns(f_method=pl.lit(calibration.method))
     reference = reference_agent_f(agent.full.probs, params, scorer, reference_rng(cfg.seed, store))
-    report = alpha_hat_report(frame, humans, reference, lake, store,
+    report = alpha_hat_report(frame, humans, reference, read_labeled_f(lake, store),
                               AlphaHatParams(n_boot=settings.fingerprint.bootstrap_draws),
                               np.random.default_rng([*entropy, BOOTSTRAP_STREAM]))  # fmt: skip
-    folder = partition_dir(lake, "contaminated_datasets", store=store, alpha=alpha_key(alpha))
-    write_parquet_atomic(frame, folder / SESSIONS_FILE)
-    write_json_atomic(demand_proxy(frame), folder / DEMAND_FILE)
-    write_json_atomic(report, folder / ALPHA_HAT_FILE)
-    version, artifacts = artifact_version(*(folder / n for n in DATASET_FILES))
+    paths = write_contaminated_dataset(
+        frame, demand_proxy(frame), report, lake.contaminated_dir(store, alpha)
+    )
+    version, artifacts = artifact_version(*paths)
     yield dg.MaterializeResult(
         data_version=version,
         metadata=table_metadata(
             frame,
-            folder / SESSIONS_FILE,
+            paths[0],
             **artifacts,
             **dataset_metadata(frame, report),
             seed=cfg.seed,
             seed_entropy=str(entropy),
-            demand_path=dg.MetadataValue.path(str(folder / DEMAND_FILE)),
-            alpha_hat_path=dg.MetadataValue.path(str(folder / ALPHA_HAT_FILE)),
+            demand_path=dg.MetadataValue.path(str(paths[1])),
+            alpha_hat_path=dg.MetadataValue.path(str(paths[2])),
         ),
     )
-    observed = mean_f_by_alpha(lake, store)
-    yield dg.AssetCheckResult(
-        check_name=MEAN_F_CHECK,
-        passed=mean_f_is_monotone(observed, cfg.monotonic_tolerance),
-        severity=dg.AssetCheckSeverity.WARN,
-        metadata={"mean_f_by_alpha": str(sorted(observed.items())), "tol": cfg.monotonic_tolerance},
-    )
+    yield mean_f_check(lake, store, cfg.alphas, cfg.monotonic_tolerance)
     yield alpha_hat_check(report)
 
 
-def reference_rng(seed: int, store: str) -> np.random.Generator:
-    """Stream of a store's reference synthetic agents (shared by its α partitions)."""
-    return np.random.default_rng([seed, STORES.index(store), REFERENCE_STREAM])
+def build_contamination_assets(
+    settings: Settings, grids: GridPartitions
+) -> list[dg.AssetsDefinition]:
+    """`contaminated_datasets` over store × α, versioned with the settings it computes with."""
+    asset = dg.asset(
+        partitions_def=grids.store_alpha,
+        deps=[
+            dg.AssetDep("labeled_sessions", partition_mapping=SAME_STORE),
+            dg.AssetDep("transition_kernels", partition_mapping=SAME_STORE),
+            dg.AssetDep("divergence_scores", partition_mapping=BY_STORE),
+            *WAREHOUSE_MARTS,
+        ],
+        group_name="contamination",
+        kinds={"python", "duckdb", "parquet"},
+        pool=WAREHOUSE_POOL,
+        code_version=with_settings(
+            CONTAMINATION_CODE,
+            settings.contamination,
+            {"fingerprint.bootstrap_draws": settings.fingerprint.bootstrap_draws},
+        ),
+        check_specs=[
+            dg.AssetCheckSpec(
+                MEAN_F_CHECK,
+                asset="contaminated_datasets",
+                blocking=False,
+                description="Mean f of the store's materialized α partitions never drops as α "
+                "rises (within ContaminationConfig.monotonic_tolerance).",
+            ),
+            dg.AssetCheckSpec(
+                ALPHA_HAT_CHECK,
+                asset="contaminated_datasets",
+                blocking=False,
+                description="The α̂ CI holds the dataset's true share of agent sessions (can fail "
+                "at the CI's nominal rate).",
+            ),
+        ],
+    )
+    return [asset(contaminated_datasets)]
+
+
+def mean_f_check(
+    lake: Lake, store: str, alphas: tuple[float, ...], tolerance: float
+) -> dg.AssetCheckResult:
+    """WARN when mean f drops as α rises over the store's materialized partitions of `alphas`."""
+    observed = mean_f_by_alpha(lake, store, alphas)
+    return dg.AssetCheckResult(
+        check_name=MEAN_F_CHECK,
+        passed=mean_f_is_monotone(observed, tolerance),
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"mean_f_by_alpha": str(sorted(observed.items())), "tol": tolerance},
+    )
 
 
 def dataset_metadata(frame: pl.DataFrame, report: dict[str, object]) -> dict[str, object]:

@@ -1,21 +1,55 @@
 """Warehouse group: the dbt-duckdb models (staging -> intermediate -> marts) and their tests."""
 
 import json
+import shutil
 from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
-from dagster_dbt import DagsterDbtTranslator, DbtCliResource, dbt_assets
+from dagster_dbt import (
+    DagsterDbtTranslator,
+    DbtCliInvocation,
+    DbtCliResource,
+    DbtProject,
+    dbt_assets,
+)
+from dagster_dbt.errors import DagsterDbtManifestNotFoundError
 
-from orchestration.resources import StorageResource
 from phantom_assets.assets.dbt_project import phantom_dbt_project
+from phantom_assets.assets.metadata import with_settings
+from phantom_assets.assets.partitions import GridPartitions
+from phantom_assets.assets.resources import StorageResource
+from phantom_assets.config import Settings
 from phantom_assets.constants import LEGACY_STORE, STORES
 
 WAREHOUSE_POOL = "duckdb"
+# What `DbtCliInvocation.stream()` yields: model outputs and test (check) results.
+ModelEvent = dg.Output | dg.AssetMaterialization | dg.AssetCheckResult | dg.AssetObservation
+
+
+def warehouse_stores(settings: Settings) -> list[str]:
+    """The store values the warehouse accepts (the legacy store only when settings allow it)."""
+    return [*STORES, LEGACY_STORE] if settings.accept_legacy_store else list(STORES)
+
+
+def dbt_vars(settings: Settings) -> str:
+    """The `--vars` that point dbt at this run's storage root and warehouse file."""
+    return json.dumps(
+        {
+            "data_dir": str(settings.data_dir.resolve()),
+            "warehouse_path": str(settings.warehouse_path.resolve()),
+            "phantom_stores": warehouse_stores(settings),
+        }
+    )
 
 
 class PhantomDbtTranslator(DagsterDbtTranslator):
-    """Keys are bare names, so the `raw_events` source *is* the `raw_events` asset."""
+    """Keys are bare names, so the `raw_events` source *is* the `raw_events` asset; code versions
+    add the store vocabulary the models filter on to dbt's own SQL checksum."""
+
+    def __init__(self, stores: list[str]) -> None:
+        super().__init__()
+        self.stores = stores
 
     def get_asset_key(self, dbt_resource_props: Mapping[str, Any]) -> dg.AssetKey:
         return dg.AssetKey(dbt_resource_props["name"])
@@ -23,28 +57,76 @@ class PhantomDbtTranslator(DagsterDbtTranslator):
     def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
         return "warehouse"
 
-
-def dbt_vars(storage: StorageResource) -> str:
-    """The `--vars` that point dbt at this run's storage root and warehouse file."""
-    settings = storage.settings()
-    stores = [*STORES, LEGACY_STORE] if settings.accept_legacy_store else list(STORES)
-    return json.dumps(
-        {
-            "data_dir": str(settings.data_dir.resolve()),
-            "warehouse_path": str(settings.warehouse_path.resolve()),
-            "phantom_stores": stores,
-        }
-    )
+    def get_code_version(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
+        checksum = super().get_code_version(dbt_resource_props)
+        return with_settings(checksum, self.stores) if checksum else None
 
 
-@dbt_assets(
-    manifest=phantom_dbt_project.manifest_path,
-    project=phantom_dbt_project,
-    dagster_dbt_translator=PhantomDbtTranslator(),
-    pool=WAREHOUSE_POOL,
-)
+def with_view_row_count(invocation: DbtCliInvocation, event: ModelEvent) -> ModelEvent:
+    """`event`, with `dagster/row_count` added when it is a view model's: `fetch_row_counts`
+    counts tables only (views may be costly; ours are thin selects over the lake). Counted the
+    same way, through dbt's read-only DuckDB adapter once the dbt process has released the file."""
+    adapter = invocation.adapter
+    if not isinstance(event, dg.Output | dg.AssetMaterialization) or adapter is None:
+        return event
+    node = invocation.manifest["nodes"][event.metadata["unique_id"].value]
+    if node["config"]["materialized"] != "view":
+        return event
+    with adapter.connection_named(f"row_count_{node['unique_id']}"):
+        _, table = adapter.execute(f"select count(*) from {node['relation_name']}", fetch=True)
+    return event.with_metadata({**event.metadata, "dagster/row_count": table[0][0]})
+
+
 def warehouse_models(
     context: dg.AssetExecutionContext, dbt: DbtCliResource, storage: StorageResource
 ):
-    """Build the warehouse (sessions, labels, marts) from all raw_events batches; run dbt tests."""
-    yield from dbt.cli(["build", "--vars", dbt_vars(storage)], context=context).stream()
+    """Build the warehouse (sessions, labels, marts) from all raw_events batches; run dbt tests.
+    Every model reports its row count and column schema (and column lineage)."""
+    invocation = dbt.cli(["build", "--vars", dbt_vars(storage.settings())], context=context)
+    try:
+        for event in invocation.stream().fetch_row_counts().fetch_column_metadata():
+            yield with_view_row_count(invocation, event)
+    finally:
+        release_warehouse_file(invocation)
+
+
+def release_warehouse_file(invocation: DbtCliInvocation) -> None:
+    """Close the read-only DuckDB handle the metadata queries opened in this process.
+
+    dbt-duckdb keeps its handle open for the life of the process (`keep_open`). Left open, it
+    would keep every writer out of warehouse.duckdb until the process ends: the next DuckDB
+    asset of an in-process run, and any other process."""
+    from dbt.adapters.duckdb.connections import DuckDBConnectionManager
+
+    if invocation.adapter is not None:
+        invocation.adapter.cleanup_connections()
+    DuckDBConnectionManager.close_all_connections()  # drops the environment, which closes it
+
+
+def prepared_manifest(project: DbtProject) -> str:
+    """The project's manifest; `dagster dev` re-parses the project first (models edit live)."""
+    if project.preparer.using_dagster_dev() and shutil.which("dbt") is None:
+        raise RuntimeError(  # dagster-dbt re-parses with the `dbt` on PATH
+            f"`dagster dev` re-parses the dbt project {project.project_dir} with the `dbt` on "
+            "PATH, and there is none: activate the virtualenv (`source .venv/bin/activate`) or "
+            "start the UI with `make ui`"
+        )
+    project.prepare_if_dev()
+    if not project.manifest_path.exists():
+        raise DagsterDbtManifestNotFoundError(
+            f"no dbt manifest at {project.manifest_path}: parse the project first (`make setup`, "
+            f"or `dbt parse --project-dir {project.project_dir} --profiles-dir "
+            f"{project.profiles_dir}`); `pip install .` ships the manifest that exists then"
+        )
+    return str(project.manifest_path)
+
+
+def build_warehouse_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:
+    """Every dbt model (and its tests as checks), one `dbt build` for all of them."""
+    assets = dbt_assets(
+        manifest=prepared_manifest(phantom_dbt_project),
+        project=phantom_dbt_project,
+        dagster_dbt_translator=PhantomDbtTranslator(warehouse_stores(settings)),
+        pool=WAREHOUSE_POOL,
+    )
+    return [assets(warehouse_models)]

@@ -5,28 +5,25 @@ from pathlib import Path
 
 import dagster as dg
 
-from orchestration.resources import StorageResource
 from phantom_assets.assets.metadata import (
     artifact_version,
     code_version_of,
     counts_table_markdown,
     table_metadata,
+    with_settings,
 )
-from phantom_assets.assets.partitions import batch_partitions
+from phantom_assets.assets.partitions import GridPartitions, batch_partitions
+from phantom_assets.assets.resources import StorageResource
 from phantom_assets.batches import BatchRegistry, candidate_files
+from phantom_assets.config import Settings
 from phantom_assets.schema import UnreadableFileError, parse_batch
-from phantom_assets.storage import file_digest, partition_dir, write_parquet_atomic
+from phantom_assets.storage import file_digest, write_parquet_atomic
 
-RAW_EVENTS_CODE_VERSION = code_version_of(
+RAW_EVENTS_CODE = code_version_of(
     "phantom_assets.assets.ingest", "phantom_assets.schema", "phantom_assets.constants"
 )
 
 
-@dg.observable_source_asset(
-    group_name="ingest",
-    description="Raw session exports dropped into `data/incoming/` (one file = one batch). "
-    "Observed by file name, size and modification time.",
-)
 def incoming_files(storage: StorageResource) -> dg.ObserveResult:
     """Observe the drop zone; the data version changes whenever a file is added or replaced."""
     files = candidate_files(storage.settings().incoming_dir)
@@ -37,37 +34,6 @@ def incoming_files(storage: StorageResource) -> dg.ObserveResult:
     )
 
 
-@dg.multi_asset(
-    specs=[
-        dg.AssetSpec(
-            "raw_events",
-            deps=["incoming_files"],
-            group_name="ingest",
-            kinds={"python", "parquet"},
-            code_version=RAW_EVENTS_CODE_VERSION,
-            description="Canonical storefront events of one batch (DESIGN §3.2), one parquet "
-            "file per batch under `lake/raw_events/batch=<key>/`.",
-        ),
-        dg.AssetSpec(
-            "raw_events_quarantine",
-            deps=["incoming_files"],
-            group_name="ingest",
-            kinds={"python", "parquet"},
-            code_version=RAW_EVENTS_CODE_VERSION,
-            description="Rows of a batch that could not be accepted, each with a machine-readable "
-            "`reason` and a human-readable `detail`. Nothing is dropped silently.",
-        ),
-    ],
-    partitions_def=batch_partitions,
-    check_specs=[
-        dg.AssetCheckSpec(
-            "no_row_lost",
-            asset="raw_events",
-            blocking=True,
-            description="rows in == rows kept + rows quarantined",
-        )
-    ],
-)
 def raw_events(context: dg.AssetExecutionContext, storage: StorageResource):
     """Parse one registered batch file into canonical events and its quarantine."""
     settings = storage.settings()
@@ -84,11 +50,8 @@ def raw_events(context: dg.AssetExecutionContext, storage: StorageResource):
         result = parse_batch(source, record.key, accept_legacy_store=settings.accept_legacy_store)
     except UnreadableFileError as error:
         raise dg.Failure(str(error)) from error
-    lake = settings.lake_dir
-    events_path = partition_dir(lake, "raw_events", batch=record.key) / "events.parquet"
-    quarantine_path = (
-        partition_dir(lake, "raw_events_quarantine", batch=record.key) / "quarantine.parquet"
-    )
+    events_path = settings.lake.events(record.key)
+    quarantine_path = settings.lake.quarantine(record.key)
     write_parquet_atomic(result.events, events_path)
     write_parquet_atomic(result.quarantine, quarantine_path)
     events_version, events_artifacts = artifact_version(events_path)
@@ -122,3 +85,46 @@ def raw_events(context: dg.AssetExecutionContext, storage: StorageResource):
         and quarantined == result.quarantine.height,
         metadata={"rows_in": counts["rows_in"], "rows_kept": kept, "rows_quarantined": quarantined},
     )
+
+
+def build_ingest_assets(settings: Settings, grids: GridPartitions) -> list:
+    """The observed drop zone and `raw_events` + quarantine (versioned with the store policy)."""
+    version = with_settings(RAW_EVENTS_CODE, settings.accept_legacy_store)
+    observed = dg.observable_source_asset(
+        group_name="ingest",
+        description="Raw session exports dropped into `data/incoming/` (one file = one batch). "
+        "Observed by file name, size and modification time.",
+    )(incoming_files)
+    ingest = dg.multi_asset(
+        specs=[
+            dg.AssetSpec(
+                "raw_events",
+                deps=["incoming_files"],
+                group_name="ingest",
+                kinds={"python", "parquet"},
+                code_version=version,
+                description="Canonical storefront events of one batch (DESIGN §3.2), one parquet "
+                "file per batch under `lake/raw_events/batch=<key>/`.",
+            ),
+            dg.AssetSpec(
+                "raw_events_quarantine",
+                deps=["incoming_files"],
+                group_name="ingest",
+                kinds={"python", "parquet"},
+                code_version=version,
+                description="Rows of a batch that could not be accepted, each with a "
+                "machine-readable `reason` and a human-readable `detail`. Nothing is dropped "
+                "silently.",
+            ),
+        ],
+        partitions_def=batch_partitions,
+        check_specs=[
+            dg.AssetCheckSpec(
+                "no_row_lost",
+                asset="raw_events",
+                blocking=True,
+                description="rows in == rows kept + rows quarantined",
+            )
+        ],
+    )(raw_events)
+    return [observed, ingest]

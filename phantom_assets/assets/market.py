@@ -5,21 +5,21 @@ from pathlib import Path
 import dagster as dg
 import gymnasium as gym
 
-from orchestration.resources import StorageResource
-from phantom_assets.assets.fingerprint import BY_STORE, load_kernel_set, load_score_calibration
-from phantom_assets.assets.metadata import code_version_of
-from phantom_assets.assets.partitions import store_partitions
+from phantom_assets.assets.metadata import artifact_version, code_version_of, with_settings
+from phantom_assets.assets.partitions import BY_STORE, GridPartitions, store_partitions
+from phantom_assets.assets.resources import StorageResource
+from phantom_assets.config import Settings
 from phantom_assets.constants import ACTORS, STORES
+from phantom_assets.fingerprint import load_kernel_set, load_score_calibration
 from phantom_assets.market import (
     MarketSpec,
     PricingMarketEnv,
     alpha_half_width,
-    demo_spec,
+    compile_market_spec,
     valuation_w1,
 )
-from phantom_assets.storage import combined_digest, partition_dir
 
-MARKET_CODE_VERSION = code_version_of(
+MARKET_CODE = code_version_of(
     "phantom_assets.assets.market",
     "phantom_assets.market",
     "phantom_assets.contamination",
@@ -27,11 +27,6 @@ MARKET_CODE_VERSION = code_version_of(
 )
 ENV_CHECK = "env_passes_check_env"
 CHECK_ENV_ALPHA = 0.5  # nominal α of the env that the check builds (robust mode: every code path)
-
-
-def market_dir(lake: Path, store: str) -> Path:
-    """Folder of one store's compiled market (`spec.npz` + `spec.json`)."""
-    return partition_dir(lake, "market_simulators", store=store)
 
 
 def spec_markdown(spec: MarketSpec, half_width: float, w1: float) -> str:
@@ -57,45 +52,30 @@ def spec_markdown(spec: MarketSpec, half_width: float, w1: float) -> str:
     return f"| parameter | value |\n|---|---|\n{body}"
 
 
-@dg.asset(
-    partitions_def=store_partitions,
-    deps=[dg.AssetDep("transition_kernels", partition_mapping=BY_STORE), "divergence_scores"],
-    group_name="market",
-    kinds={"python", "numpy", "gymnasium"},
-    code_version=MARKET_CODE_VERSION,
-    check_specs=[
-        dg.AssetCheckSpec(
-            ENV_CHECK,
-            asset="market_simulators",
-            blocking=True,
-            description="The env built from the saved spec passes gymnasium's check_env.",
-        )
-    ],
-)
 def market_simulators(context: dg.AssetExecutionContext, storage: StorageResource):
     """Compiled market of one store (`spec.npz` arrays + `spec.json` scalars): the store's full
     human and agent kernels, valuation laws, price bounds and the robust ambiguity set."""
     store, settings = context.partition_key, storage.settings()
-    lake, kappa = settings.lake_dir, settings.fingerprint.kappa
-    human, agent = (load_kernel_set(lake, store, actor, kappa).full for actor in ACTORS)
+    human, agent = (load_kernel_set(settings.lake, store, actor).full for actor in ACTORS)
+    calibration = load_score_calibration(settings.lake, store)  # the f the store selected
     anchor_seed = STORES.index(store)
-    calibration = load_score_calibration(lake, store)  # the f `fingerprint.calibration` selects
-    spec = demo_spec(
+    spec = compile_market_spec(
+        human.probs,
+        agent.probs,
+        settings.market,
         anchor_seed,
-        config=settings.market,
-        kernel_human=human.probs,
-        kernel_agent=agent.probs,
         f_intercept=calibration.linear_coef[0],
         f_slope=calibration.linear_coef[1],
     )
-    folder = market_dir(lake, store)
-    paths = spec.save(folder)
+    folder = settings.lake.market_dir(store)
+    version, artifacts = artifact_version(*spec.save(folder))
     half_width = alpha_half_width(spec)
     w1 = valuation_w1(spec.mu_human, spec.sigma_human, spec.mu_agent, spec.sigma_agent)
     yield dg.MaterializeResult(
-        data_version=dg.DataVersion(combined_digest(paths)),
+        data_version=version,
         metadata={
             "path": dg.MetadataValue.path(str(folder)),
+            **artifacts,
             "alpha_half_width": half_width,
             "f_method": calibration.method,
             "f_coef": str(calibration.linear_coef),
@@ -107,6 +87,26 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
         },
     )
     yield env_check_result(folder)
+
+
+def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:
+    """`market_simulators`, versioned with the market settings it compiles."""
+    asset = dg.asset(
+        partitions_def=store_partitions,
+        deps=[dg.AssetDep("transition_kernels", partition_mapping=BY_STORE), "divergence_scores"],
+        group_name="market",
+        kinds={"python", "numpy", "gymnasium"},
+        code_version=with_settings(MARKET_CODE, settings.market),
+        check_specs=[
+            dg.AssetCheckSpec(
+                ENV_CHECK,
+                asset="market_simulators",
+                blocking=True,
+                description="The env built from the saved spec passes gymnasium's check_env.",
+            )
+        ],
+    )
+    return [asset(market_simulators)]
 
 
 def env_check_result(folder: Path) -> dg.AssetCheckResult:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import importlib.util
 import io
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,6 +39,20 @@ def code_version_of(*module_names: str) -> str:
             digest.update(path.relative_to(PACKAGE_ROOT.parent).as_posix().encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def with_settings(code_version: str, *sections: object) -> str:
+    """`code_version` extended by a hash of the settings sections an asset computes with.
+
+    The settings are part of the asset's logic: changing κ or a training budget must mark
+    exactly the assets that read it stale (DESIGN §2), and nothing else.
+    """
+    payload = json.dumps(
+        [dataclasses.asdict(s) if dataclasses.is_dataclass(s) else s for s in sections],
+        sort_keys=True,
+        default=str,
+    )
+    return f"{code_version}-{hashlib.sha256(payload.encode()).hexdigest()[:8]}"
 
 
 def column_schema(frame: pl.DataFrame) -> dg.TableSchema:

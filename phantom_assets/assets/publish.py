@@ -3,10 +3,13 @@
 import dagster as dg
 import polars as pl
 
-from orchestration.resources import HubResource, StorageResource
-from phantom_assets.assets.metadata import artifact_version, code_version_of
+from phantom_assets.assets.metadata import artifact_version, code_version_of, with_settings
+from phantom_assets.assets.partitions import GridPartitions
+from phantom_assets.assets.resources import HubResource, StorageResource
+from phantom_assets.config import Settings
+from phantom_assets.lake import PUBLISH_PLAN_FILE, SESSIONS_FILE
 from phantom_assets.publish import CardParams, PublishInputs, PublishResult, publish, stage_dataset
-from phantom_assets.storage import read_partitions, write_json_atomic
+from phantom_assets.storage import write_json_atomic
 
 
 class PublishConfig(dg.Config):
@@ -34,12 +37,6 @@ def publish_metadata(result: PublishResult) -> dict[str, object]:
     }
 
 
-@dg.asset(
-    deps=["raw_events", "transition_kernels", "contaminated_datasets"],
-    group_name="publish",
-    kinds={"huggingface", "parquet"},
-    code_version=code_version_of("phantom_assets.assets.publish", "phantom_assets.publish"),
-)
 def hf_dataset(
     context: dg.AssetExecutionContext,
     config: PublishConfig,
@@ -50,13 +47,11 @@ def hf_dataset(
     contaminated datasets as extra configs, with a dataset card; committed to a (by default
     private) Hub repo in ONE commit that also deletes stale files, or a dry run with the plan."""
     settings = storage.settings()
-    lake = settings.lake_dir
+    lake = settings.lake
     inputs = PublishInputs(
-        events=pl.read_parquet(sorted((lake / "raw_events").glob("batch=*/events.parquet"))),
-        kernels=read_partitions(lake, "transition_kernels", "store=*/actor=*/kernel.parquet"),
-        contaminated=read_partitions(
-            lake, "contaminated_datasets", "store=*/alpha=*/sessions.parquet"
-        ),
+        events=pl.read_parquet(lake.all_events()),
+        kernels=lake.all_kernels(),
+        contaminated=lake.all_contaminated(f"store=*/alpha=*/{SESSIONS_FILE}"),
         card=CardParams(config_hash=settings.config_hash),
     )
     staged = stage_dataset(inputs, settings.publish_dir / "hf_dataset")
@@ -65,7 +60,7 @@ def hf_dataset(
         staged, hub.repo_id, hub.token, endpoint=hub.endpoint, private=private,
         revision=config.revision or hub.revision, dry_run=config.dry_run,
     )  # fmt: skip
-    plan_path = settings.publish_dir / "last_publish.json"
+    plan_path = settings.publish_dir / PUBLISH_PLAN_FILE
     write_json_atomic(result.to_dict(), plan_path)
     for warning in result.warnings:
         context.log.warning(warning)
@@ -83,3 +78,17 @@ def hf_dataset(
             **{f"n_{k}": v for k, v in staged.counts.items()},
         },
     )
+
+
+PUBLISH_CODE = code_version_of("phantom_assets.assets.publish", "phantom_assets.publish")
+
+
+def build_publish_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:
+    """`hf_dataset` (manual: a Hub commit is a decision). The card records the config hash."""
+    asset = dg.asset(
+        deps=["raw_events", "transition_kernels", "contaminated_datasets"],
+        group_name="publish",
+        kinds={"huggingface", "parquet"},
+        code_version=with_settings(PUBLISH_CODE, settings.config_hash),
+    )
+    return [asset(hf_dataset)]

@@ -1,6 +1,7 @@
 """Lineage audit and certification (DESIGN §8): records, offline verification, promotion gate.
 
-Pure and Dagster-free; `orchestration.lineage.collect_lineage` fills the records from an instance.
+Pure and Dagster-free; `phantom_assets.assets.lineage.collect_lineage` fills the records from
+an instance.
 Typical use::
 
     decision = promotion_gate(stress, static="static-a000", failed_checks={...}, rng=rng)

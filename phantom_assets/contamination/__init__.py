@@ -27,10 +27,18 @@ from phantom_assets.contamination.generator import (
 )
 from phantom_assets.contamination.scoring import (
     REFERENCE_AGENTS,
+    alpha_hat_report,
     calibrated_scorer,
     dataset_alpha_hat,
     labeled_alpha_hat,
     reference_agent_f,
+)
+from phantom_assets.contamination.store import (
+    mean_f_by_alpha,
+    read_human_sessions,
+    read_labeled_f,
+    read_session_f,
+    write_contaminated_dataset,
 )
 
 __all__ = [
@@ -44,6 +52,7 @@ __all__ = [
     "ContaminationParams",
     "InverseCdf",
     "alpha_hat",
+    "alpha_hat_report",
     "bootstrap_alpha",
     "calibrated_scorer",
     "contaminate",
@@ -51,11 +60,16 @@ __all__ = [
     "demand_proxy",
     "iter_transitions",
     "labeled_alpha_hat",
+    "mean_f_by_alpha",
     "mean_f_is_monotone",
     "n_synthetic",
+    "read_human_sessions",
+    "read_labeled_f",
+    "read_session_f",
     "reference_agent_f",
     "sample_chains",
     "sampling_cdf",
     "synthesize_agents",
     "validate_kernel",
+    "write_contaminated_dataset",
 ]

@@ -39,6 +39,7 @@ from phantom_assets.fingerprint.sessions import SESSION_SCHEMA, KernelSet
 
 __all__ = [
     "REFERENCE_AGENTS",
+    "alpha_hat_report",
     "calibrated_scorer",
     "dataset_alpha_hat",
     "labeled_alpha_hat",
@@ -155,3 +156,38 @@ def labeled_alpha_hat(
         rng,
         params,
     )
+
+
+def alpha_hat_report(
+    frame: pl.DataFrame,
+    humans: pl.DataFrame,
+    reference_f: np.ndarray,
+    labeled: pl.DataFrame,
+    params: AlphaHatParams,
+    rng: np.random.Generator,
+) -> dict[str, object]:
+    """`alpha_hat.json` of one dataset: α̂ (E[f|A] from the reference synthetic agents), the true
+    session share, and the diagnostic α̂ with E[f|A] from the labeled agents' out-of-fold f.
+
+    Args:
+        frame: the G(α) dataset (``session_id, source, alpha, f, f_method``).
+        humans: labeled human sessions with their out-of-fold f (``session_id, experiment_id, f``).
+        reference_f: f of the reference synthetic agents (`reference_agent_f`).
+        labeled: both classes' labeled sessions (``session_id, actor, experiment_id, f``).
+        params: level and bootstrap replicates.
+        rng: source of the bootstrap draws (shared, in this order, by both estimates).
+    """
+    estimate = dataset_alpha_hat(frame, humans, reference_f, params, rng)
+    oof = labeled_alpha_hat(frame, labeled, params, rng)
+    share = float((frame["source"] == "synthetic").mean() or 0.0)
+    return {
+        **estimate.to_dict(),
+        "alpha": float(frame["alpha"][0]) if frame.height else None,
+        "alpha_true_share": share,
+        "covers_true_share": estimate.covers(share),
+        "f_method": frame["f_method"][0] if frame.height else None,
+        "e_f_agent_source": "reference synthetic agents scored like the dataset",
+        "n_reference_agents": int(reference_f.size),
+        "alpha_hat_oof_agents": oof.alpha_hat_unclipped,
+        "mean_f_agent_oof": oof.mean_f_agent,
+    }

@@ -1,4 +1,4 @@
-"""The evaluation protocol, benchmark statistics and plots (DESIGN §5, evaluation / benchmark)."""
+"""The evaluation protocol, benchmark statistics, tables and plots (DESIGN §5, evaluation)."""
 
 from phantom_assets.evaluation.benchmark import (
     CI_METHOD,
@@ -16,6 +16,15 @@ from phantom_assets.evaluation.benchmark import (
     t_mean_ci,
     unique_configurations,
 )
+from phantom_assets.evaluation.partition import (
+    STRESS_CANDIDATES,
+    PolicyEvaluation,
+    ProtocolConformance,
+    evaluate_policies,
+    load_evaluations,
+    protocol_conformance,
+    save_evaluation,
+)
 from phantom_assets.evaluation.plots import plot_metric_vs_alpha, plot_price_traces
 from phantom_assets.evaluation.protocol import (
     EPISODE_METRICS,
@@ -29,32 +38,59 @@ from phantom_assets.evaluation.protocol import (
     stress_evaluate,
     worst_case,
 )
+from phantom_assets.evaluation.tables import (
+    BENCHMARK_FILES,
+    STRESS_METRICS,
+    STRESS_PREFIX,
+    benchmark_tables,
+    expected_curve_rows,
+    save_benchmark,
+    stress_as_curves_input,
+    summary_markdown,
+    trace_selection,
+)
 
 __all__ = [
+    "BENCHMARK_FILES",
     "CI_METHOD",
     "CURVE_SCHEMA",
     "EPISODE_METRICS",
     "REGRESSION_METHOD",
+    "STRESS_CANDIDATES",
+    "STRESS_METRICS",
+    "STRESS_PREFIX",
     "TRACE_COLUMNS",
     "OlsResult",
+    "PolicyEvaluation",
+    "ProtocolConformance",
     "benchmark_curves",
+    "benchmark_tables",
     "cluster_ols",
     "configuration_identity",
     "defended_vs_baseline",
     "design_keys",
     "episode_metrics",
     "episode_seed_means",
+    "evaluate_policies",
     "evaluate_policy",
+    "expected_curve_rows",
+    "load_evaluations",
     "nominal_env",
     "paired_difference",
     "plot_metric_vs_alpha",
     "plot_price_traces",
     "price_traces",
+    "protocol_conformance",
     "revenue_regression",
     "run_episode",
+    "save_benchmark",
+    "save_evaluation",
     "stress_alphas",
+    "stress_as_curves_input",
     "stress_evaluate",
+    "summary_markdown",
     "t_mean_ci",
+    "trace_selection",
     "unique_configurations",
     "worst_case",
 ]

@@ -7,6 +7,9 @@ Pure methodology (numpy/polars/scipy; no dagster). Typical use by the fingerprin
     scores = score_sessions(sessions, human, agent, cfg.temperature)
     prefix = prefix_scores(sessions, human, agent, cfg.temperature, cfg.max_prefix)
     report = separability_report(scores, rng=rng, sessions=sessions, prefix=prefix)
+
+`store` writes a kernel set with its κ (`write_kernel_set`) and is how every reader finds the
+stored fingerprint artifacts (`load_kernel_set`, `read_labeled_sessions`, `load_score_calibration`).
 """
 
 from phantom_assets.fingerprint.bench import bench_fingerprint
@@ -15,6 +18,7 @@ from phantom_assets.fingerprint.divergence import (
     SCORE_COLUMNS,
     divergences,
     prefix_scores,
+    score_calibration,
     score_sessions,
 )
 from phantom_assets.fingerprint.encoding import Transitions, encode_trajectories
@@ -78,6 +82,16 @@ from phantom_assets.fingerprint.statistics import (
     roc_curve,
     weighted_row_auc,
 )
+from phantom_assets.fingerprint.store import (
+    KernelMeta,
+    load_kernel_meta,
+    load_kernel_set,
+    load_score_calibration,
+    read_kernel_meta,
+    read_kernel_set,
+    read_labeled_sessions,
+    write_kernel_set,
+)
 from phantom_assets.fingerprint.synthetic import (
     perturbed_chains,
     random_chain,
@@ -95,6 +109,7 @@ __all__ = [
     "SCORE_COLUMNS",
     "SESSION_SCHEMA",
     "Kernel",
+    "KernelMeta",
     "KernelSet",
     "MannWhitney",
     "PermutationTest",
@@ -124,6 +139,9 @@ __all__ = [
     "kernel_divergence",
     "kernel_frame",
     "kernel_from_frame",
+    "load_kernel_meta",
+    "load_kernel_set",
+    "load_score_calibration",
     "mann_whitney",
     "observed_auc",
     "one_session_per_experiment",
@@ -138,9 +156,13 @@ __all__ = [
     "prefix_scores",
     "probs_from_counts",
     "random_chain",
+    "read_kernel_meta",
+    "read_kernel_set",
+    "read_labeled_sessions",
     "roc_curve",
     "sample_event_codes",
     "sample_trajectories",
+    "score_calibration",
     "score_sessions",
     "separability_report",
     "session_counts",
@@ -151,4 +173,5 @@ __all__ = [
     "upper_pvalue",
     "validate_sessions",
     "weighted_row_auc",
+    "write_kernel_set",
 ]

@@ -32,7 +32,9 @@ from scipy.special import expit
 from phantom_assets.constants import ACTORS
 from phantom_assets.fingerprint.calibration import (
     DEFAULT_RIDGE,
+    ScoreCalibration,
     calibrate_out_of_fold,
+    fit_score_calibration,
     validate_method,
 )
 from phantom_assets.fingerprint.encoding import N_STATES, Transitions, encode_trajectories
@@ -54,7 +56,13 @@ SCORE_COLUMNS = (
     "fold",
 )
 
-__all__ = ["SCORE_COLUMNS", "divergences", "prefix_scores", "score_sessions"]
+__all__ = [
+    "SCORE_COLUMNS",
+    "divergences",
+    "prefix_scores",
+    "score_calibration",
+    "score_sessions",
+]
 
 
 def _log_stack(kernels: KernelSet) -> np.ndarray:
@@ -158,6 +166,18 @@ def score_sessions(
         pl.Series("f_temperature", f, dtype=pl.Float64),
         pl.Series("f_calibrated", f_cal, dtype=pl.Float64),
         sessions["fold"],
+    )
+
+
+def score_calibration(scores: pl.DataFrame, method: str, temperature: float) -> ScoreCalibration:
+    """A store's :class:`ScoreCalibration` from its :func:`score_sessions` table: the selected
+    ``method`` with the logistic fit on every labeled out-of-fold gap."""
+    return fit_score_calibration(
+        scores["gap"].to_numpy(),
+        (scores["actor"] == ACTORS[1]).to_numpy(),
+        scores["actor"].is_in(list(ACTORS)).to_numpy(),
+        method,
+        temperature,
     )
 
 

@@ -19,16 +19,12 @@ from scipy.stats import norm
 from phantom_assets.config import MarketConfig
 from phantom_assets.constants import DEFAULT_TEMPERATURE, KERNEL_STATES
 from phantom_assets.contamination.chains import validate_kernel
+from phantom_assets.lake import SPEC_ARRAYS_FILE, SPEC_SCALARS_FILE
 from phantom_assets.storage import atomic_write
 
 _DEFAULTS = MarketConfig()
 AGENT_COUNT_MODES: tuple[str, ...] = ("bernoulli", "exact")
-SPEC_JSON = "spec.json"
-SPEC_NPZ = "spec.npz"
 _ARRAY_FIELDS: tuple[str, ...] = ("kernel_human", "kernel_agent", "anchor")
-# Reward coefficients not (yet) in constants.py -- proposed there in the task report.
-DEFAULT_LAMBDA = 1.0
-DEFAULT_ETA_UX = 1.0
 
 
 def _default_levels() -> tuple[float, ...]:
@@ -53,7 +49,11 @@ class MarketSpec:
         competitive_cap: prices above it count as supra-competitive.
         price_levels: the action grid (price scale multipliers).
         smoothing: weight of the previous scale, s_t = smoothing·s_{t−1} + (1 − smoothing)·level.
-        lam, info_value, eta_ux, cost_floor, supra_penalty: reward coefficients (see the env).
+        lam, info_value, eta_ux, cost_floor, supra_penalty: reward coefficients (see the env);
+            these defaults are the only definition of them. `info_value` (the cost of one unit
+            of f_leak) defaults to `sessions_per_step · (mean anchor − p_low)`: f_leak·N is the
+            expected number of agent-like purchases and each forgoes the COI premium of an
+            anchor-priced sale.
         margin_floor, patience: end after `patience` consecutive steps with margin below floor.
         sessions_per_step: N sessions drawn per step.
         agent_count_mode: "bernoulli" (each session an agent w.p. α) or "exact" (⌊Nα⌋ agents).
@@ -81,11 +81,11 @@ class MarketSpec:
     competitive_cap: float = 125.0
     price_levels: tuple[float, ...] = field(default_factory=_default_levels)
     smoothing: float = 0.5
-    lam: float = DEFAULT_LAMBDA
-    info_value: float = 1.0
-    eta_ux: float = DEFAULT_ETA_UX
+    lam: float = 1.0
+    info_value: float | None = None  # None: sessions_per_step · (mean anchor − p_low)
+    eta_ux: float = 50.0
     cost_floor: float = 1.0
-    supra_penalty: float = 1.0
+    supra_penalty: float = 20.0
     margin_floor: float = 0.05
     patience: int = 10
     sessions_per_step: int = _DEFAULTS.sessions_per_step
@@ -107,6 +107,9 @@ class MarketSpec:
             object.__setattr__(self, name, arr)
         object.__setattr__(self, "price_levels", tuple(float(x) for x in self.price_levels))
         object.__setattr__(self, "states", tuple(self.states))
+        if self.info_value is None:
+            premium = float(self.anchor.mean() - self.p_low) if self.anchor.size else 0.0
+            object.__setattr__(self, "info_value", self.sessions_per_step * premium)
         for name in ("kernel_human", "kernel_agent"):
             validate_kernel(getattr(self, name), name, n_states=len(self.states))
         self._validate_scalars()
@@ -171,17 +174,17 @@ class MarketSpec:
         folder = Path(directory)
         folder.mkdir(parents=True, exist_ok=True)
         arrays = {name: np.asarray(getattr(self, name)) for name in _ARRAY_FIELDS}
-        npz_path = atomic_write(folder / SPEC_NPZ, lambda fh: np.savez(fh, **arrays))
+        npz_path = atomic_write(folder / SPEC_ARRAYS_FILE, lambda fh: np.savez(fh, **arrays))
         blob = json.dumps(self._scalars(), sort_keys=True, indent=2).encode()
-        json_path = atomic_write(folder / SPEC_JSON, lambda fh: fh.write(blob))
+        json_path = atomic_write(folder / SPEC_SCALARS_FILE, lambda fh: fh.write(blob))
         return npz_path, json_path
 
     @classmethod
     def load(cls, directory: str | Path) -> MarketSpec:
         """Read a spec written by `save`."""
         folder = Path(directory)
-        scalars = json.loads((folder / SPEC_JSON).read_text())
-        with np.load(folder / SPEC_NPZ) as data:
+        scalars = json.loads((folder / SPEC_SCALARS_FILE).read_text())
+        with np.load(folder / SPEC_ARRAYS_FILE) as data:
             arrays = {name: data[name] for name in _ARRAY_FIELDS}
         return cls(**scalars, **arrays)
 

@@ -1,5 +1,15 @@
-"""Pricing policy tiers, their training and their partition keys (DESIGN §5, policy tiers)."""
+"""Pricing policy tiers: training, saved form and partition keys (DESIGN §5, policy tiers)."""
 
+from phantom_assets.policies.artifacts import (
+    RELOAD_PROBES,
+    PolicyRecord,
+    load_trained,
+    model_file,
+    policy_weights,
+    reload_mismatches,
+    save_trained,
+    weights_digest,
+)
 from phantom_assets.policies.base import (
     LEARNING_CURVE_SCHEMA,
     Policy,
@@ -29,8 +39,9 @@ from phantom_assets.policies.keys import (
     policy_key,
     policy_keys,
 )
+from phantom_assets.policies.plots import plot_learning_curve
 from phantom_assets.policies.qtable import QTablePolicy, train_qtable
-from phantom_assets.policies.sb3 import A2CPolicy, DQNPolicy, PPOPolicy, SB3Policy
+from phantom_assets.policies.sb3 import A2CPolicy, DQNPolicy, PPOPolicy, SB3Policy, torch_threads
 from phantom_assets.policies.tracking import wandb_run
 from phantom_assets.policies.train import POLICY_FILENAMES, load_policy, train_policy, training_env
 
@@ -42,6 +53,7 @@ __all__ = [
     "LEARNING_CURVE_SCHEMA",
     "MODES",
     "POLICY_FILENAMES",
+    "RELOAD_PROBES",
     "SB3_TIERS",
     "TIERS",
     "A2CPolicy",
@@ -50,6 +62,7 @@ __all__ = [
     "PPOPolicy",
     "Policy",
     "PolicyKey",
+    "PolicyRecord",
     "QTablePolicy",
     "SB3Policy",
     "StaticPolicy",
@@ -60,13 +73,21 @@ __all__ = [
     "demand_breadth",
     "fit_linear_demand",
     "load_policy",
+    "load_trained",
+    "model_file",
     "parse_policy_key",
+    "plot_learning_curve",
     "policy_key",
     "policy_keys",
+    "policy_weights",
+    "reload_mismatches",
     "revenue_optimal_level",
+    "save_trained",
     "split_obs",
+    "torch_threads",
     "train_policy",
     "train_qtable",
     "training_env",
     "wandb_run",
+    "weights_digest",
 ]

@@ -6,6 +6,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from phantom_assets.lake import alpha_key
+
 HEURISTIC_TIERS: tuple[str, ...] = ("static", "surge", "linear")
 LEARNABLE_TIERS: tuple[str, ...] = ("qtable", "ppo", "a2c", "dqn")
 SB3_TIERS: tuple[str, ...] = ("ppo", "a2c", "dqn")
@@ -40,14 +42,6 @@ class PolicyKey:
         return policy_key(self.tier, mode, self.alpha)
 
 
-def _alpha_code(alpha: float) -> str:
-    value = float(alpha)
-    hundredths = round(value * 100)
-    if not 0.0 <= value <= 1.0 or abs(value * 100 - hundredths) > 1e-6:
-        raise ValueError(f"alpha must be a multiple of 0.01 in [0, 1] for a key, got {alpha!r}")
-    return f"a{hundredths:03d}"
-
-
 def check_tier_mode(tier: str, mode: str | None) -> None:
     """Raise ValueError unless `mode` fits `tier` (heuristics: None, learnable: a mode)."""
     if tier not in TIERS:
@@ -67,7 +61,7 @@ def policy_key(tier: str, mode: str | None, alpha: float) -> str:
         alpha: training α, a multiple of 0.01 in [0, 1].
     """
     check_tier_mode(tier, mode)
-    code = _alpha_code(alpha)
+    code = alpha_key(alpha)
     return f"{tier}-{code}" if tier in HEURISTIC_TIERS else f"{tier}-{mode}-{code}"
 
 

@@ -7,11 +7,13 @@ gives identical weights on the same machine.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import logging
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -92,6 +94,19 @@ class DQNPolicy(SB3Policy):
 SB3_POLICIES: dict[str, type[SB3Policy]] = {"ppo": PPOPolicy, "a2c": A2CPolicy, "dqn": DQNPolicy}
 
 
+@contextlib.contextmanager
+def torch_threads(threads: int) -> Iterator[None]:
+    """Fix torch's intra-op thread count inside the block (results depend on it), then restore."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 def _algorithm_class(name: str) -> Any:
     import stable_baselines3
 
@@ -160,16 +175,13 @@ def train_sb3(
     Returns:
         (policy, learning curve frame, hyperparameters).
     """
-    import torch
     from stable_baselines3.common.callbacks import CallbackList
     from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.utils import set_random_seed
 
     hyper = sb3_hyperparameters(tier, params)
     scaled = gym.wrappers.TransformReward(env, lambda r: r * params.reward_scale)
-    previous_threads = torch.get_num_threads()
-    torch.set_num_threads(params.torch_threads)
-    try:
+    with torch_threads(params.torch_threads):
         set_random_seed(seed)
         algo = _algorithm_class(SB3_POLICIES[tier].algorithm)
         kwargs = copy.deepcopy(hyper)  # SB3 adds entries to policy_kwargs in place
@@ -182,8 +194,6 @@ def train_sb3(
         if run is not None:
             callbacks.append(wandb_callback(run, params.log_every, params.reward_scale))
         model.learn(total_timesteps=params.timesteps, callback=CallbackList(callbacks))
-    finally:
-        torch.set_num_threads(previous_threads)
     curve = pl.DataFrame(callback.rows, schema=LEARNING_CURVE_SCHEMA, orient="row")
     record = {**hyper, "algorithm": SB3_POLICIES[tier].algorithm, "device": params.device,
               "torch_threads": params.torch_threads, "reward_scale": params.reward_scale,

@@ -21,21 +21,21 @@ import polars as pl
 import pytest
 from scipy.stats import norm
 
-from orchestration.definitions import defs
 from orchestration.resources import build_resources
 from orchestration.runner import PipelineReport, run_pipeline
-from phantom_assets.assets.contamination import contaminated_datasets, mean_f_by_alpha
-from phantom_assets.assets.fingerprint import divergence_scores
-from phantom_assets.assets.market import market_simulators
-from phantom_assets.assets.partitions import ALPHA_GRID, alpha_from_key, alpha_key
 from phantom_assets.config import Settings, load_settings
 from phantom_assets.constants import DEMAND_WEIGHTS, END_TOKEN, KERNEL_STATES, START_TOKEN, STORES
-from phantom_assets.contamination import mean_f_is_monotone
 from phantom_assets.fingerprint.calibration import apply_logistic
+from phantom_assets.lake import alpha_from_key, alpha_key
 from phantom_assets.market import MarketSpec, make_env
 from phantom_assets.simulate import simulate_to_incoming
+from tests.pipeline_helpers import DEMO_DEFS as defs
 from tests.pipeline_helpers import TINY_SIMULATION, simulation_params
 
+ALPHA_GRID = load_settings("demo").contamination.alphas
+contaminated_datasets = defs.get_assets_def("contaminated_datasets")
+divergence_scores = defs.get_assets_def("divergence_scores")
+market_simulators = defs.get_assets_def("market_simulators")
 SELECTION = '+key:"contaminated_datasets" or +key:"market_simulators"'
 CONTRACT_COLUMNS = ("session_id", "source", "actor", "alpha", "n_events", "f", "trajectory")
 
@@ -68,9 +68,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     settings = dataclasses.replace(base, simulation=TINY_SIMULATION)
     simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
     with dg.instance_for_test() as instance:
-        report = run_pipeline(
-            defs, settings, instance, build_resources(settings), selection=SELECTION
-        )
+        report = run_pipeline(settings, instance, SELECTION)
         assert not report.failed, report.failed
         yield Built(settings, instance, report)
 
@@ -307,20 +305,6 @@ def test_contamination_and_market_assets_are_in_their_groups():
     )
     assert market_simulators.group_names_by_key[dg.AssetKey("market_simulators")] == "market"
     assert {job.name for job in defs.jobs or []} >= {"contamination_job", "market_job"}
-
-
-def test_mean_f_by_alpha_reads_the_grid_partitions_on_disk_and_flags_a_drop(tmp_path: Path):
-    lake = tmp_path / "lake"
-    for alpha, f in zip(ALPHA_GRID, ([0.2, 0.4], [0.9, 0.7], [0.5]), strict=True):
-        folder = lake / "contaminated_datasets" / "store=hotel" / f"alpha={alpha_key(alpha)}"
-        folder.mkdir(parents=True)
-        pl.DataFrame({"f": f}).write_parquet(folder / "sessions.parquet")
-    observed = mean_f_by_alpha(lake, "hotel")
-    assert observed == pytest.approx({0.0: 0.3, 0.5: 0.8, 1.0: 0.5})
-    assert mean_f_by_alpha(lake, "airline") == {}
-    tol = load_settings("demo").contamination.monotonic_tolerance
-    assert not mean_f_is_monotone(observed, tol)
-    assert mean_f_is_monotone({a: observed[a] for a in (0.0, 0.5)}, tol)
 
 
 def _scores(lake: Path, store: str) -> pl.DataFrame:

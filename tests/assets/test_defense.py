@@ -16,7 +16,6 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from orchestration.definitions import defs
 from orchestration.resources import (
     ExperimentTrackingResource,
     StorageResource,
@@ -25,13 +24,19 @@ from orchestration.resources import (
 )
 from orchestration.runner import run_pipeline
 from orchestration.scale_out.demo import TRAINING_OVERRIDES
-from phantom_assets.assets.defense import POLICY_FILE, model_file, policy_dir
-from phantom_assets.assets.evaluation import benchmark_tables, evaluation_dir
-from phantom_assets.assets.partitions import POLICY_GRID
+from phantom_assets.assets.partitions import policy_grid
 from phantom_assets.config import Settings, load_settings
-from phantom_assets.evaluation import CURVE_SCHEMA, EPISODE_METRICS
-from phantom_assets.policies import HEURISTIC_TIERS, LEARNABLE_TIERS, MODES, parse_policy_key
+from phantom_assets.evaluation import CURVE_SCHEMA, EPISODE_METRICS, benchmark_tables
+from phantom_assets.lake import POLICY_FILE, Lake
+from phantom_assets.policies import (
+    HEURISTIC_TIERS,
+    LEARNABLE_TIERS,
+    MODES,
+    model_file,
+    parse_policy_key,
+)
 from phantom_assets.simulate import simulate_to_incoming
+from tests.pipeline_helpers import DEMO_DEFS as defs
 from tests.pipeline_helpers import TINY_CONFIG, simulation_params
 from tests.unit.policies.wandb_files import offline_runs, read_offline_run
 
@@ -51,8 +56,12 @@ class Built:
     wandb_imported: bool
 
     @property
-    def lake(self) -> Path:
-        return self.settings.lake_dir
+    def lake(self) -> Lake:
+        return self.settings.lake
+
+    @property
+    def grid(self) -> tuple[str, ...]:
+        return policy_grid(self.settings)
 
     def materialize(self, key: str, selection=DEFENSE, **resources) -> dg.ExecuteInProcessResult:
         partition = dg.MultiPartitionKey({"store": STORE, "policy": key})
@@ -76,7 +85,7 @@ class Built:
         return self.latest(asset, key).tags["dagster/data_version"]
 
     def nominal(self, key: str) -> pl.DataFrame:
-        return pl.read_parquet(evaluation_dir(self.lake, STORE, key) / "nominal.parquet")
+        return pl.read_parquet(self.lake.evaluation_dir(STORE, key) / "nominal.parquet")
 
 
 @pytest.fixture(scope="module")
@@ -93,10 +102,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
                  "experiment_tracking": ExperimentTrackingResource()}  # fmt: skip
     wandb_before = "wandb" in sys.modules
     with dg.instance_for_test() as instance:
-        report = run_pipeline(defs, settings, instance, resources, selection=UPSTREAM)
+        report = run_pipeline(settings, instance, resources=resources, selection=UPSTREAM)
         assert not report.failed, report.failed
         built = Built(settings, instance, resources, [], wandb_imported=False)
-        for key in POLICY_GRID:
+        for key in policy_grid(settings):
             result = built.materialize(key)
             assert result.success, key
             built.run_ids.append(result.run_id)
@@ -123,7 +132,7 @@ def _check_results(built: Built) -> dict[str, list[bool]]:
 
 
 def test_demo_policy_grid_holds_every_tier_and_mode_at_three_training_alphas():
-    parsed = [parse_policy_key(k) for k in POLICY_GRID]
+    parsed = [parse_policy_key(k) for k in policy_grid(load_settings("demo"))]
     for tier, mode in itertools.product(LEARNABLE_TIERS, MODES):
         alphas = sorted(p.alpha for p in parsed if (p.tier, p.mode) == (tier, mode))
         assert alphas == [0.0, 0.5, 1.0], (tier, mode)
@@ -132,15 +141,15 @@ def test_demo_policy_grid_holds_every_tier_and_mode_at_three_training_alphas():
 
 def test_every_tier_and_mode_is_trained_saved_and_evaluated(built: Built):
     trained = set()
-    for key in POLICY_GRID:
-        folder = policy_dir(built.lake, STORE, key)
+    for key in built.grid:
+        folder = built.lake.policy_dir(STORE, key)
         record = json.loads((folder / POLICY_FILE).read_text())
         trained.add((record["tier"], record["mode"]))
         assert (folder / model_file(record["tier"], record["seed"])).is_file()
         assert (folder / "learning_curve.parquet").is_file()
         assert record["hyperparameters"] and record["seeds"] == [0]
         for name in ("nominal.parquet", "stress.parquet", "traces.parquet"):
-            assert (evaluation_dir(built.lake, STORE, key) / name).is_file(), (key, name)
+            assert (built.lake.evaluation_dir(STORE, key) / name).is_file(), (key, name)
     expected = {(t, "heuristic") for t in HEURISTIC_TIERS} | set(
         itertools.product(LEARNABLE_TIERS, MODES)
     )
@@ -173,17 +182,17 @@ def test_every_asset_check_passed(built: Built):
 
 @pytest.mark.parametrize("key", ["dqn-robust-a050", "qtable-baseline-a100", "linear-a050"])
 def test_rematerializing_a_policy_reproduces_its_weights_and_evaluations(built: Built, key: str):
-    record_before = json.loads((policy_dir(built.lake, STORE, key) / POLICY_FILE).read_text())
+    record_before = json.loads((built.lake.policy_dir(STORE, key) / POLICY_FILE).read_text())
     before = [built.data_version(asset, key) for asset in DEFENSE]
     assert built.materialize(key).success
     after = [built.data_version(asset, key) for asset in DEFENSE]
-    record_after = json.loads((policy_dir(built.lake, STORE, key) / POLICY_FILE).read_text())
+    record_after = json.loads((built.lake.policy_dir(STORE, key) / POLICY_FILE).read_text())
     assert after == before
     assert record_after["weights_sha256"] == record_before["weights_sha256"]
 
 
 def test_baseline_and_robust_twins_get_identical_nominal_episodes_at_the_grid_alpha(built: Built):
-    robust = [k for k in POLICY_GRID if "-robust-" in k]
+    robust = [k for k in built.grid if "-robust-" in k]
     assert len(robust) == len(LEARNABLE_TIERS) * 3
     for key in robust:
         twin = key.replace("-robust-", "-baseline-")
@@ -196,21 +205,21 @@ def test_baseline_and_robust_twins_get_identical_nominal_episodes_at_the_grid_al
 
 
 def test_benchmark_curves_cover_every_policy_alpha_and_metric_with_ordered_cis(built: Built):
-    folder = built.lake / "benchmark_curves" / f"store={STORE}"
+    folder = built.lake.benchmark_dir(STORE)
     curves = pl.read_parquet(folder / "curves.parquet")
     assert curves.schema == pl.Schema(CURVE_SCHEMA)
     metrics = [*EPISODE_METRICS, *(f"stress_{m}" for m in EPISODE_METRICS)]
-    expected = set(itertools.product(POLICY_GRID, EVAL_ALPHAS, metrics))
+    expected = set(itertools.product(built.grid, EVAL_ALPHAS, metrics))
     assert set(curves.select("policy", "alpha", "metric").iter_rows()) == expected
     assert curves.height == len(expected)
     assert (curves["ci_low"] <= curves["mean"] + 1e-9).all()
     assert (curves["mean"] <= curves["ci_high"] + 1e-9).all()
     assert set(curves["n"]) == {built.settings.evaluation.episodes}  # episode seeds, not rows
     differences = pl.read_parquet(folder / "differences.parquet")
-    robust = {k for k in POLICY_GRID if "-robust-" in k}
+    robust = {k for k in built.grid if "-robust-" in k}
     assert set(differences["defended"]) == robust
     regression = json.loads((folder / "regression.json").read_text())
-    assert {r["policy"] for r in regression["by_policy"]} == set(POLICY_GRID)
+    assert {r["policy"] for r in regression["by_policy"]} == set(built.grid)
     reports = built.settings.reports_dir / "benchmark_curves"
     for name in ("revenue", "coi_level", "leakage", "price_traces"):
         assert (reports / f"{STORE}-{name}.png").is_file(), name
@@ -221,7 +230,7 @@ def test_duplicated_identical_runs_do_not_shrink_the_regression_standard_error(b
     keys = ["ppo-baseline-a050", "ppo-robust-a050", "static-a000"]
     nominal = pl.concat([built.nominal(k) for k in keys])
     stress = pl.concat(
-        [pl.read_parquet(evaluation_dir(built.lake, STORE, k) / "stress.parquet") for k in keys]
+        [pl.read_parquet(built.lake.evaluation_dir(STORE, k) / "stress.parquet") for k in keys]
     )
     copy = built.nominal("ppo-baseline-a050").with_columns(policy=pl.lit("ppo-baseline-a000"))
     doubled = pl.concat([nominal, nominal, copy])

@@ -9,8 +9,6 @@ import duckdb
 import polars as pl
 import pytest
 
-from orchestration.definitions import defs
-from orchestration.resources import build_resources
 from orchestration.runner import run_pipeline
 from phantom_assets.config import Settings
 from phantom_assets.simulate import simulate_to_incoming
@@ -37,9 +35,7 @@ def test_pipeline_builds_raw_events_warehouse_and_labeled_sessions(simulated: Se
     settings = simulated
     with dg.instance_for_test() as instance:
         # Up to the fingerprint; later stages have their own module-scoped tests.
-        report = run_pipeline(
-            defs, settings, instance, build_resources(settings), "*separability_report"
-        )
+        report = run_pipeline(settings, instance, "*separability_report")
         assert not report.failed, report.failed
         assert len(report.registered) == 5  # csv, parquet, jsonl and Kafka's two topic files
         raw = pl.read_parquet(settings.lake_dir / "raw_events" / "*" / "events.parquet")
@@ -74,14 +70,10 @@ def test_pipeline_builds_raw_events_warehouse_and_labeled_sessions(simulated: Se
 def test_reingesting_identical_content_adds_no_batch(simulated: Settings):
     settings = simulated
     with dg.instance_for_test() as instance:
-        first = run_pipeline(
-            defs, settings, instance, build_resources(settings), selection="raw_events"
-        )
+        first = run_pipeline(settings, instance, "raw_events")
         original = sorted(settings.incoming_dir.iterdir())[0]
         shutil.copyfile(original, settings.incoming_dir / f"again_{original.name}")
-        second = run_pipeline(
-            defs, settings, instance, build_resources(settings), selection="raw_events"
-        )
+        second = run_pipeline(settings, instance, "raw_events")
         assert second.registered == first.registered
         assert second.new_batches == []
         assert not second.failed
@@ -93,9 +85,7 @@ def test_unreadable_file_fails_its_batch_naming_the_file_and_others_still_load(
     settings = simulated
     (settings.incoming_dir / "garbage.json").write_bytes(b"\x00\x01not json at all")
     with dg.instance_for_test() as instance:
-        report = run_pipeline(
-            defs, settings, instance, build_resources(settings), selection="raw_events"
-        )
+        report = run_pipeline(settings, instance, "raw_events")
         assert len(report.failed) == 1
         failed_run = instance.get_run_by_id(report.failed[0].run_id)
         failures = [

@@ -6,10 +6,10 @@ import pytest
 from dagster._core.definitions.data_version import StaleStatus
 from dagster._utils.test.data_versions import get_stale_status_resolver  # no public equivalent
 
-from orchestration.definitions import defs
 from orchestration.resources import build_resources
 from orchestration.runner import plan_stages, run_pipeline
 from phantom_assets.simulate import simulate_to_incoming
+from tests.pipeline_helpers import DEMO_DEFS as defs
 from tests.pipeline_helpers import simulation_params, tiny_settings
 
 SELECTION = "*separability_report"
@@ -38,9 +38,9 @@ def rebuilt(tmp_path_factory: pytest.TempPathFactory):
     simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
     with dg.instance_for_test() as instance:
         resources = build_resources(settings)
-        assert not run_pipeline(defs, settings, instance, resources, SELECTION).failed
+        assert not run_pipeline(settings, instance, resources=resources, selection=SELECTION).failed
         first = _data_versions(instance)
-        assert not run_pipeline(defs, settings, instance, resources, SELECTION).failed
+        assert not run_pipeline(settings, instance, resources=resources, selection=SELECTION).failed
         yield instance, first, _data_versions(instance)
 
 

@@ -9,8 +9,6 @@ import json
 import dagster as dg
 import pytest
 
-from orchestration.definitions import defs
-from orchestration.resources import build_resources
 from orchestration.runner import run_pipeline
 from phantom_assets.config import SimulationConfig
 from phantom_assets.fingerprint import AUC_CI_METHOD, P_METHOD
@@ -31,9 +29,7 @@ def _reports(tmp_path_factory: pytest.TempPathFactory, separability: float) -> d
     )
     simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
     with dg.instance_for_test() as instance:
-        report = run_pipeline(
-            defs, settings, instance, build_resources(settings), "*separability_report"
-        )
+        report = run_pipeline(settings, instance, "*separability_report")
     assert not report.failed
     folder = settings.lake_dir / "separability_report"
     return {

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from orchestration.definitions import defs
+from tests.pipeline_helpers import DEMO_DEFS as defs
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "asset_specs.json"
 

@@ -62,7 +62,9 @@ def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
     with dg.DagsterInstance.from_config(str(home)) as instance:
         keys, _ = register_batches(settings, instance)
     port = _free_port()
-    env = {**os.environ, "DAGSTER_HOME": str(home), "PHANTOM_DATA_DIR": str(settings.data_dir)}
+    env = {**os.environ, "DAGSTER_HOME": str(home), "PHANTOM_DATA_DIR": str(settings.data_dir),
+           # `dagster dev` re-parses the dbt project with the `dbt` beside this interpreter.
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
     log = (tmp_path / "dagster_dev.log").open("w")
     process = subprocess.Popen(
         [

@@ -1,27 +1,39 @@
-"""The code location loads, every job resolves, and loading stays light."""
+"""The code location loads lazily from the environment, every job resolves, loading stays light."""
 
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import dagster as dg
 
-from orchestration.definitions import defs
-from tests.pipeline_helpers import REPO_ROOT
+from orchestration.definitions import build_definitions, defs
+from phantom_assets.assets.partitions import build_partitions
+from phantom_assets.config import load_settings
+from tests.pipeline_helpers import DEMO_DEFS, REPO_ROOT
 
 
-def test_definitions_are_loadable():
-    dg.Definitions.validate_loadable(defs)
+def _run_python(code: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env={**os.environ, **env},
+                          capture_output=True, text=True)  # fmt: skip
+
+
+def test_the_lazy_code_location_is_loadable(tmp_path, monkeypatch):
+    monkeypatch.setenv("PHANTOM_DATA_DIR", str(tmp_path))
+    loaded = defs.load_fn()
+    dg.Definitions.validate_loadable(loaded)
+    storage = loaded.resources["storage"]
+    assert storage.settings().data_dir == tmp_path.resolve()
 
 
 def test_every_job_resolves_against_the_asset_graph():
-    for job in defs.jobs or []:
-        resolved = defs.resolve_job_def(job.name)
+    for job in DEMO_DEFS.jobs or []:
+        resolved = DEMO_DEFS.resolve_job_def(job.name)
         assert resolved.asset_layer.executable_asset_keys, job.name
 
 
 def test_main_assets_are_in_the_graph_with_groups_and_code_versions():
-    graph = defs.resolve_asset_graph()
+    graph = DEMO_DEFS.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert {
         "incoming_files",
@@ -39,26 +51,61 @@ def test_main_assets_are_in_the_graph_with_groups_and_code_versions():
             assert node.code_version, key
 
 
-def test_loading_the_code_location_does_not_import_torch_or_wandb():
+def test_importing_any_module_reads_no_environment():
+    # A bogus profile and a missing config file break every env read; imports must not care.
+    bogus = {"PHANTOM_PROFILE": "bogus", "PHANTOM_CONFIG": "/nonexistent.toml"}
+    imports = (
+        "import importlib, pkgutil, phantom_assets, orchestration;"
+        "names = [m.name for p in (phantom_assets, orchestration)"
+        " for m in pkgutil.walk_packages(p.__path__, p.__name__ + '.')];"
+        "[importlib.import_module(n) for n in names]"
+    )
+    out = _run_python(imports, **bogus)
+    assert out.returncode == 0, out.stderr
+    # Only loading the code location reads (and here rejects) the environment.
+    out = _run_python("import orchestration.definitions as d; d.defs.load_fn()", **bogus)
+    assert out.returncode != 0 and "unknown profile 'bogus'" in out.stderr
+
+
+def test_the_dagster_layer_never_imports_the_orchestration_layer():
+    hits = [
+        f"{path.relative_to(REPO_ROOT)}:{n}"
+        for path in (REPO_ROOT / "phantom_assets").rglob("*.py")
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if "orchestration" in line
+    ]
+    assert hits == []
+
+
+def test_loading_the_code_location_does_not_import_torch_or_wandb(tmp_path):
     code = (
-        "import sys, orchestration.definitions;"
+        "import sys, orchestration.definitions as d; d.defs.load_fn();"
         "heavy = [m for m in ('torch', 'stable_baselines3', 'wandb') if m in sys.modules];"
         "print(','.join(heavy))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True
-    )
+    out = _run_python(code, PHANTOM_DATA_DIR=str(tmp_path))
+    assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""
 
 
 def test_the_study_profile_gets_the_research_partition_grids():
-    code = (
-        "import phantom_assets.assets.partitions as parts;"
-        "a, p = parts.alpha_partitions, parts.policy_partitions;"
-        "print(len(a.get_partition_keys()), len(p.get_partition_keys()))"
-    )
-    env = {**os.environ, "PHANTOM_PROFILE": "study"}
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True,
-                         text=True, check=True)  # fmt: skip
+    grids = build_partitions(load_settings("study"))
+    alphas = grids.store_alpha.get_partitions_def_for_dimension("alpha")
+    policies = grids.store_policy.get_partitions_def_for_dimension("policy")
     # 11 α values; static + surge, linear per training α, 4 RL tiers × 2 modes × 5 training α.
-    assert out.stdout.split() == ["11", str(2 + 5 + 4 * 2 * 5)]
+    assert len(alphas.get_partition_keys()) == 11
+    assert len(policies.get_partition_keys()) == 2 + 5 + 4 * 2 * 5
+
+
+def test_changing_a_setting_changes_the_code_version_of_exactly_its_readers():
+    demo = load_settings("demo")
+    bigger_budget = replace(demo, training=replace(demo.training, timesteps=4_000))
+    before = DEMO_DEFS.resolve_asset_graph()
+    after = build_definitions(bigger_budget).resolve_asset_graph()
+    changed = {
+        k.to_user_string()
+        for k in before.materializable_asset_keys
+        if before.get(k).code_version != after.get(k).code_version
+    }
+    # Training reads the budget; the dataset card records the hash of the whole configuration.
+    assert changed == {"trained_policies", "hf_dataset"}

@@ -10,10 +10,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from orchestration.definitions import defs
-from orchestration.lineage import collect_lineage
-from orchestration.resources import build_resources
 from orchestration.runner import PipelineReport, run_pipeline
+from phantom_assets.assets.lineage import collect_lineage
 from phantom_assets.audit import (
     ArtifactRecord,
     CertificationReport,
@@ -22,6 +20,7 @@ from phantom_assets.audit import (
 )
 from phantom_assets.config import Settings, load_settings
 from phantom_assets.simulate import simulate_to_incoming
+from tests.pipeline_helpers import DEMO_DEFS as defs
 from tests.pipeline_helpers import TINY_SIMULATION, simulation_params
 
 WAREHOUSE_TABLES = {"stg_events", "sessions", "session_labels"}
@@ -42,9 +41,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     settings = dataclasses.replace(base, simulation=TINY_SIMULATION)
     simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
     with dg.instance_for_test() as instance:
-        report = run_pipeline(
-            defs, settings, instance, build_resources(settings), selection="*separability_report"
-        )
+        report = run_pipeline(settings, instance, "*separability_report")
         assert not report.failed, report.failed
         records = collect_lineage(
             instance, defs.resolve_asset_graph(), dg.AssetKey("separability_report"), "hotel"

@@ -18,10 +18,9 @@ import pytest
 from huggingface_hub import DatasetCard, HfApi
 from huggingface_hub.errors import RepositoryNotFoundError
 
-from orchestration.definitions import defs
+from orchestration import cli
 from orchestration.resources import HubResource, build_resources
 from orchestration.runner import run_pipeline
-from phantom_assets import cli
 from phantom_assets.config import Settings
 from phantom_assets.publish import (
     CARD_PATH,
@@ -266,7 +265,9 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
                 "hub": HubResource(repo_id=REPO, token=TOKEN, endpoint=hub.url),
             }
             with dg.instance_for_test() as instance:
-                report = run_pipeline(defs, settings, instance, resources, PIPELINE_SELECTION)
+                report = run_pipeline(
+                    settings, instance, resources=resources, selection=PIPELINE_SELECTION
+                )
                 assert not report.failed, report.failed
                 event = instance.get_latest_materialization_event(dg.AssetKey("hf_dataset"))
                 assert event is not None and event.asset_materialization is not None

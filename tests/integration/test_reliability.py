@@ -14,7 +14,6 @@ import dagster as dg
 import huggingface_hub.constants
 import pytest
 
-from orchestration.definitions import defs
 from orchestration.resources import HubResource, build_resources
 from orchestration.runner import run_pipeline
 from phantom_assets.config import Settings
@@ -34,7 +33,7 @@ def test_two_runs_touching_the_warehouse_at_once_both_succeed(settings: Settings
     (home / "dagster.yaml").write_text((REPO_ROOT / "orchestration" / "dagster.yaml").read_text())
     simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        ingest = run_pipeline(defs, settings, instance, build_resources(settings), "raw_events")
+        ingest = run_pipeline(settings, instance, "raw_events")
     assert not ingest.failed
     env = {**os.environ, "DAGSTER_HOME": str(home), "PHANTOM_DATA_DIR": str(settings.data_dir)}
     command = [str(Path(sys.executable).parent / "phantom"), "run", "--select", "group:warehouse"]
@@ -70,7 +69,7 @@ def test_killed_writer_leaves_no_partial_artifact_and_the_next_run_recovers(
     assert not target.exists()  # never a partial artifact under the real name
     assert list(target.parent.glob(".*.tmp"))  # the killed writer's temp file is left behind
     with dg.instance_for_test() as instance:
-        report = run_pipeline(defs, settings, instance, build_resources(settings), "raw_events")
+        report = run_pipeline(settings, instance, "raw_events")
     assert not report.failed
     assert not list(settings.data_dir.rglob(".*.tmp"))
 
@@ -95,7 +94,7 @@ def test_publishing_commits_once_privately_and_the_token_reaches_no_log_metadata
     }
     with dg.instance_for_test() as instance:
         report = run_pipeline(
-            defs, settings, instance, resources, "key:raw_events or key:hf_dataset"
+            settings, instance, resources=resources, selection="key:raw_events or key:hf_dataset"
         )
         assert not report.failed
         events = [

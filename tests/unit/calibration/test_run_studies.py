@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from orchestration.cli import main
 from phantom_assets.calibration import CalibrationResult, run_studies
-from phantom_assets.cli import main
 
 
 def test_bench_calibration_prints_one_json_line_per_procedure_and_layout(capsys):

@@ -1,4 +1,4 @@
-"""A small demo market and synthetic protocol frames for the evaluation tests."""
+"""A small demo market, synthetic protocol frames and tiny evaluated partitions for the tests."""
 
 from __future__ import annotations
 
@@ -6,7 +6,10 @@ import numpy as np
 import polars as pl
 import pytest
 
+from phantom_assets.config import EvaluationConfig
+from phantom_assets.evaluation import PolicyEvaluation, evaluate_policies
 from phantom_assets.market import MarketSpec, demo_spec
+from phantom_assets.policies import StaticPolicy, parse_policy_key
 
 
 @pytest.fixture(scope="session")
@@ -35,3 +38,26 @@ def synthetic_evaluations(
 @pytest.fixture
 def evaluations() -> pl.DataFrame:
     return synthetic_evaluations()
+
+
+PROTOCOL = EvaluationConfig(alphas=(0.0, 0.5, 1.0), episodes=2, test_episodes=2)
+"""A tiny protocol: three grid α, two selection and two held-out episode seeds."""
+# Policy key -> static price level (two training seeds each); the robust one has a baseline twin.
+PARTITIONS = {"qtable-baseline-a050": 2, "qtable-robust-a050": 5, "static-a000": 4}
+
+
+def partition_labels(key: str) -> dict[str, object]:
+    """The columns `policy_evaluations` labels a partition's rows with."""
+    parsed = parse_policy_key(key)
+    return {"store": "hotel", "policy": key, "tier": parsed.tier, "mode": parsed.mode,
+            "train_alpha": parsed.alpha, "config_hash": key}  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def partitions(spec) -> dict[str, PolicyEvaluation]:
+    """Protocol tables of static policies stored under three keys, two training seeds each."""
+    return {
+        key: evaluate_policies({0: StaticPolicy(level), 1: StaticPolicy(level)}, spec, PROTOCOL,
+                               partition_labels(key))
+        for key, level in PARTITIONS.items()
+    }  # fmt: skip

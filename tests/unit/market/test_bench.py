@@ -1,8 +1,8 @@
-"""The env benchmark and the demo spec it runs on."""
+"""The env benchmark."""
 
 from __future__ import annotations
 
-from phantom_assets.market import bench_env, demo_spec
+from phantom_assets.market import bench_env
 
 
 def test_bench_env_reports_both_throughputs_and_the_configuration():
@@ -12,9 +12,3 @@ def test_bench_env_reports_both_throughputs_and_the_configuration():
     assert result["config"]["sessions_per_step"] == 100
     assert result["config"]["n_actions"] == 9
     assert result["config"]["robust_candidates"] == 5
-
-
-def test_demo_spec_agents_value_less_than_humans():
-    spec = demo_spec(0)
-    assert spec.mu_agent < spec.mu_human
-    assert spec.kernel_human.shape == spec.kernel_agent.shape == (19, 19)

@@ -10,23 +10,29 @@ import json
 import logging
 import shutil
 import sys
+import warnings
 from pathlib import Path
 
 from phantom_assets.calibration import STUDY_MODULES
+from phantom_assets.config import Settings
 from phantom_assets.constants import STORES
+from phantom_assets.lake import PUBLISH_PLAN_FILE
+
+# Two cores: two runs at a time (training and evaluation are single-threaded per run).
+DEFAULT_WORKERS = 2
 
 logger = logging.getLogger("phantom")
 
 
 def _ensure_dagster_home() -> Path:
     """Create DAGSTER_HOME with the project's dagster.yaml (pool limits) if it is missing."""
-    from orchestration.resources import REPO_ROOT, dagster_home_from_env
+    from orchestration.resources import DAGSTER_YAML_TEMPLATE, dagster_home_from_env
 
     home = dagster_home_from_env()
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists():
-        shutil.copyfile(REPO_ROOT / "orchestration" / "dagster.yaml", config)
+        shutil.copyfile(DAGSTER_YAML_TEMPLATE, config)
     return home
 
 
@@ -58,56 +64,65 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def _run(
+    args: argparse.Namespace, selection: str | None, run_config: dict | None = None
+) -> tuple[int, Settings]:
+    """`run_pipeline` with the CLI's workers, verbosity and exit codes."""
     import dagster as dg
 
-    from orchestration.definitions import defs
-    from orchestration.resources import build_resources, settings_from_env
-    from orchestration.runner import run_pipeline
+    from orchestration.resources import settings_from_env
+    from orchestration.runner import Interrupted, MissingUpstreamError, run_pipeline
+
+    settings = settings_from_env()
+    home = _ensure_dagster_home()
+    logger.info("profile %s, data %s, DAGSTER_HOME %s", settings.profile, settings.data_dir, home)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        try:
+            report = run_pipeline(
+                settings, instance, selection, echo=logger.info, run_config=run_config,
+                workers=args.workers, verbose=args.verbose,
+            )  # fmt: skip
+        except MissingUpstreamError as error:
+            logger.error("%s", error)
+            return 2, settings
+        except Interrupted as signal_received:
+            logger.error("interrupted by %s: runs in flight marked canceled", signal_received)
+            return 128 + signal_received.signum, settings
+    if report.log_path:
+        logger.info("tool output and warnings: %s (--verbose shows them here)", report.log_path)
+    for outcome in report.failed + report.skipped:
+        logger.error("%s: %s [%s] (run %s)", outcome.status.value.upper(), outcome.stage,
+                     outcome.partition, outcome.run_id)  # fmt: skip
+    return (1 if report.failed or report.skipped else 0), settings
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from orchestration.resources import settings_from_env
     from orchestration.summary import render_summary
     from phantom_assets.batches import candidate_files
     from phantom_assets.simulate import simulate_to_incoming
 
     settings = settings_from_env()
-    home = _ensure_dagster_home()
     if not candidate_files(settings.incoming_dir):
         written = simulate_to_incoming(_simulate_params(settings), settings.incoming_dir)
         logger.info("incoming/ was empty: simulated a demo dataset (%d files)", len(written))
-    logger.info("profile %s, data %s, DAGSTER_HOME %s", settings.profile, settings.data_dir, home)
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        report = run_pipeline(
-            defs, settings, instance, build_resources(settings), args.select, logger.info
-        )
-    sys.stdout.write(render_summary(settings) + "\n")
-    for outcome in report.failed:
-        logger.error("FAILED: %s [%s] (run %s)", outcome.stage, outcome.partition, outcome.run_id)
-    return 1 if report.failed else 0
+    code, settings = _run(args, args.select)
+    if code != 2:
+        sys.stdout.write(render_summary(settings) + "\n")
+    return code
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    import dagster as dg
-
-    from orchestration.definitions import defs
-    from orchestration.resources import build_resources, settings_from_env
-    from orchestration.runner import run_pipeline
-
-    settings = settings_from_env()
-    home = _ensure_dagster_home()
     config: dict[str, object] = {"dry_run": bool(args.dry_run)}
     if args.public:
         config["private"] = False
     if args.revision:
         config["revision"] = args.revision
-    run_config = {"ops": {"hf_dataset": {"config": config}}}
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        report = run_pipeline(
-            defs, settings, instance, build_resources(settings), "hf_dataset", logger.info,
-            run_config,
-        )  # fmt: skip
-    plan = settings.publish_dir / "last_publish.json"
+    code, settings = _run(args, "hf_dataset", {"ops": {"hf_dataset": {"config": config}}})
+    plan = settings.publish_dir / PUBLISH_PLAN_FILE
     if plan.exists():
         sys.stdout.write(plan.read_text())
-    return 1 if report.failed else 0
+    return code
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -125,9 +140,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         return 1
     logger.info("verified %d files of %d records", result.n_files, result.n_records)
     if args.replay:
-        from orchestration.definitions import defs
-
-        replay = replay_step(defs, settings, report, args.replay, args.partition)
+        replay = replay_step(settings, report, args.replay, args.partition)
         label = f"{replay.record.asset} [{replay.record.partition}]"
         if not replay.reproduces:
             logger.error(
@@ -161,6 +174,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_execution_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--workers", type=int, default=DEFAULT_WORKERS,
+        help=f"worker processes running Dagster runs in parallel (default {DEFAULT_WORKERS}; "
+        "0 = in this process)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--verbose", action="store_true",
+        help="show tool output and warnings here instead of the run log file",
+    )  # fmt: skip
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="phantom", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -176,7 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.set_defaults(func=cmd_simulate)
 
     run = sub.add_parser("run", help="register incoming files and materialize the graph")
-    run.add_argument("--select", help="Dagster asset selection, e.g. '+labeled_sessions'")
+    run.add_argument("--select", help="Dagster asset selection, e.g. '*labeled_sessions'")
+    _add_execution_options(run)
     run.set_defaults(func=cmd_run)
 
     publish = sub.add_parser(
@@ -193,6 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     publish.add_argument(
         "--revision", help="branch to commit to, created if missing (default: main)"
     )
+    _add_execution_options(publish)
     publish.set_defaults(func=cmd_publish)
 
     audit = sub.add_parser("audit", help="verify a certification report offline")
@@ -225,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
     logger.setLevel(logging.INFO)
     args = build_parser().parse_args(argv)
+    if not getattr(args, "verbose", True):
+        # Beta/deprecation notices of imported libraries; the workers log theirs to the run log.
+        warnings.simplefilter("ignore")
     return args.func(args)
 
 

@@ -1,0 +1,134 @@
+"""The lake layout: every folder and file name under `<data>/lake`, and the partition-key codecs.
+
+The one owner of the layout (DESIGN §2, §12): assets, the CLI, the audit and the publisher ask a
+`Lake` where an artifact lives instead of spelling paths. Folders are Hive-style
+(`<asset>/<dim>=<value>/…`) so `read_partitions` turns them back into columns. Pure: no Dagster,
+no environment.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from phantom_assets.storage import partition_dir, read_partitions
+
+_ALPHA_KEY = re.compile(r"^a(?P<hundredths>\d{3})$")
+
+# File names, one place each (the folder says which partition they belong to).
+EVENTS_FILE, QUARANTINE_FILE = "events.parquet", "quarantine.parquet"
+SESSIONS_FILE = "sessions.parquet"
+KERNEL_FILE, FOLD_KERNELS_FILE, KERNEL_META_FILE = (
+    "kernel.parquet",
+    "fold_kernels.parquet",
+    "kernel.json",
+)
+SCORES_FILE, PREFIX_SCORES_FILE, CALIBRATION_FILE = (
+    "scores.parquet",
+    "prefix_scores.parquet",
+    "calibration.json",
+)
+REPORT_FILE, REPORT_MD_FILE = "report.json", "report.md"
+SPEC_ARRAYS_FILE, SPEC_SCALARS_FILE = "spec.npz", "spec.json"
+POLICY_FILE, CURVE_FILE, WEIGHTS_FILE = "policy.json", "learning_curve.parquet", "weights.npz"
+NOMINAL_FILE, STRESS_FILE, TRACES_FILE = "nominal.parquet", "stress.parquet", "traces.parquet"
+EVALUATION_FILES = (NOMINAL_FILE, STRESS_FILE, TRACES_FILE)
+CURVES_FILE, DIFFERENCES_FILE = "curves.parquet", "differences.parquet"
+REGRESSION_FILE, SUMMARY_FILE = "regression.json", "summary.md"
+PUBLISH_PLAN_FILE = "last_publish.json"
+
+# --- contaminated datasets G(α): sessions, demand proxy and the α̂ report per store × α ---
+DEMAND_FILE, ALPHA_HAT_FILE = "demand.json", "alpha_hat.json"
+
+
+def alpha_key(alpha: float) -> str:
+    """Partition key of a contamination level: `a` + round(100·α) zero-padded (0.5 -> `a050`).
+
+    Raises:
+        ValueError: unless `alpha` is a multiple of 0.01 in [0, 1].
+    """
+    value = float(alpha)
+    hundredths = round(value * 100)
+    if not 0.0 <= value <= 1.0 or abs(value * 100 - hundredths) > 1e-6:
+        raise ValueError(f"alpha must be a multiple of 0.01 in [0, 1] for a key, got {alpha!r}")
+    return f"a{hundredths:03d}"
+
+
+def alpha_from_key(key: str) -> float:
+    """Inverse of `alpha_key` (`a050` -> 0.5); raises ValueError naming a malformed key."""
+    match = _ALPHA_KEY.match(key)
+    if match is None or int(match["hundredths"]) > 100:
+        raise ValueError(f"malformed alpha key {key!r}; expected `a000` ... `a100`")
+    return int(match["hundredths"]) / 100
+
+
+@dataclass(frozen=True)
+class Lake:
+    """Paths of every stored artifact below one lake root (`<data>/lake`)."""
+
+    root: Path
+
+    # --- ingest -------------------------------------------------------------------------------
+    def events(self, batch: str) -> Path:
+        return partition_dir(self.root, "raw_events", batch=batch) / EVENTS_FILE
+
+    def quarantine(self, batch: str) -> Path:
+        return partition_dir(self.root, "raw_events_quarantine", batch=batch) / QUARANTINE_FILE
+
+    def all_events(self) -> list[Path]:
+        return sorted((self.root / "raw_events").glob(f"batch=*/{EVENTS_FILE}"))
+
+    def all_quarantine(self) -> list[Path]:
+        return sorted((self.root / "raw_events_quarantine").glob(f"batch=*/{QUARANTINE_FILE}"))
+
+    # --- fingerprint --------------------------------------------------------------------------
+    def labeled_sessions(self, store: str, actor: str) -> Path:
+        return (
+            partition_dir(self.root, "labeled_sessions", store=store, actor=actor) / SESSIONS_FILE
+        )
+
+    def kernels_dir(self, store: str, actor: str) -> Path:
+        return partition_dir(self.root, "transition_kernels", store=store, actor=actor)
+
+    def all_kernels(self) -> pl.DataFrame | None:
+        return read_partitions(self.root, "transition_kernels", f"store=*/actor=*/{KERNEL_FILE}")
+
+    def scores_dir(self, store: str) -> Path:
+        return partition_dir(self.root, "divergence_scores", store=store)
+
+    def separability_dir(self, store: str) -> Path:
+        return partition_dir(self.root, "separability_report", store=store)
+
+    # --- contamination and market -------------------------------------------------------------
+    def contaminated_dir(self, store: str, alpha: float) -> Path:
+        return partition_dir(
+            self.root, "contaminated_datasets", store=store, alpha=alpha_key(alpha)
+        )
+
+    def all_contaminated(self, pattern: str) -> pl.DataFrame | None:
+        return read_partitions(self.root, "contaminated_datasets", pattern)
+
+    def market_dir(self, store: str) -> Path:
+        return partition_dir(self.root, "market_simulators", store=store)
+
+    # --- defense, evaluation, audit -----------------------------------------------------------
+    def policy_dir(self, store: str, policy: str) -> Path:
+        return partition_dir(self.root, "trained_policies", store=store, policy=policy)
+
+    def evaluation_dir(self, store: str, policy: str) -> Path:
+        return partition_dir(self.root, "policy_evaluations", store=store, policy=policy)
+
+    def all_evaluations(self, store: str, name: str) -> pl.DataFrame | None:
+        return read_partitions(self.root, "policy_evaluations", f"store={store}/policy=*/{name}")
+
+    def benchmark_dir(self, store: str) -> Path:
+        return partition_dir(self.root, "benchmark_curves", store=store)
+
+    def certification_dir(self, store: str) -> Path:
+        return partition_dir(self.root, "certification_report", store=store)
+
+    def certification_report(self, store: str) -> Path:
+        return self.certification_dir(store) / REPORT_FILE

@@ -1,0 +1,165 @@
+"""`phantom run`'s execution: parallel workers, skipped downstream, recovery, signals, messages."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from orchestration.recovery import HOST_TAG, PID_TAG
+from orchestration.runner import MissingUpstreamError, Status, run_pipeline
+from phantom_assets.config import Settings
+from phantom_assets.simulate import simulate_to_incoming
+from tests.pipeline_helpers import REPO_ROOT, simulation_params
+
+pytestmark = pytest.mark.integration
+
+PHANTOM = str(Path(sys.executable).parent / "phantom")
+STORES = dg.StaticPartitionsDefinition(["airline", "hotel"])
+
+
+def _home(tmp_path: Path) -> Path:
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text((REPO_ROOT / "orchestration" / "dagster.yaml").read_text())
+    return home
+
+
+def _env(settings: Settings, home: Path) -> dict[str, str]:
+    return {**os.environ, "DAGSTER_HOME": str(home), "PHANTOM_DATA_DIR": str(settings.data_dir)}
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_failed_blocking_check_skips_its_downstream_in_that_store_only(settings: Settings):
+    @dg.asset(
+        partitions_def=STORES,
+        check_specs=[dg.AssetCheckSpec("positive", asset="scores", blocking=True)],
+    )
+    def scores(context: dg.AssetExecutionContext):
+        yield dg.MaterializeResult()
+        yield dg.AssetCheckResult(check_name="positive", passed=context.partition_key != "hotel")
+
+    by_mode = dg.MultiPartitionsDefinition(
+        {"store": STORES, "mode": dg.StaticPartitionsDefinition(["plain", "robust"])}
+    )
+    by_store = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="store")
+
+    @dg.asset(partitions_def=by_mode, deps=[dg.AssetDep(scores, partition_mapping=by_store)])
+    def market(): ...
+
+    @dg.asset(partitions_def=STORES, deps=[dg.AssetDep(market, partition_mapping=by_store)])
+    def policies(): ...
+
+    defs = dg.Definitions(assets=[scores, market, policies])
+    with dg.instance_for_test() as instance:
+        report = run_pipeline(settings, instance, defs=defs)
+    status = {(o.stage, o.partition): o.status for o in report.outcomes}
+    assert status == {
+        ("scores", "airline"): Status.OK,
+        ("scores", "hotel"): Status.FAILED,  # its blocking check failed
+        ("market", "plain|airline"): Status.OK,
+        ("market", "robust|airline"): Status.OK,
+        ("market", "plain|hotel"): Status.SKIPPED,
+        ("market", "robust|hotel"): Status.SKIPPED,
+        ("policies", "airline"): Status.OK,
+        ("policies", "hotel"): Status.SKIPPED,
+    }
+
+
+def test_a_selection_whose_upstream_was_never_built_names_it_and_the_star_syntax(
+    settings: Settings,
+):
+    with dg.instance_for_test() as instance, pytest.raises(MissingUpstreamError) as error:
+        run_pipeline(settings, instance, "labeled_sessions")
+    message = str(error.value)
+    assert "never materialized" in message and "'*labeled_sessions'" in message
+    assert "fingerprint_sessions" in message  # the dbt mart it reads
+
+
+def test_two_worker_processes_run_in_parallel_and_tool_output_goes_to_the_run_log(
+    settings: Settings, tmp_path: Path
+):
+    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
+    lines: list[str] = []
+    with dg.DagsterInstance.from_config(str(_home(tmp_path))) as instance:
+        report = run_pipeline(
+            settings, instance, "*transition_kernels", echo=lines.append, workers=2, verbose=False
+        )
+        assert not report.failed and not report.skipped, report.outcomes
+        runs = instance.get_runs(dg.RunsFilter(tags={"phantom/launched_by": "phantom run"}))
+        pids = {run.tags[PID_TAG] for run in runs}
+    assert len(pids) == 2 and str(os.getpid()) not in pids  # two workers, not this process
+    assert report.log_path is not None and report.log_path.stat().st_size > 0
+    assert "dbt" in report.log_path.read_text().lower()  # dbt's log went to the file...
+    assert not any("dbt" in line.lower() and "stage" not in line for line in lines[1:])
+    stage_lines = [line for line in lines if line.startswith("[")]
+    assert len(stage_lines) == len({line.split("]")[0] for line in stage_lines})  # one per stage
+
+
+def test_a_killed_run_is_recovered_and_the_next_run_completes(settings: Settings, tmp_path: Path):
+    home = _home(tmp_path)
+    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert not run_pipeline(settings, instance, "raw_events").failed
+    command = [PHANTOM, "run", "--select", "group:warehouse", "--workers", "1"]
+    first = subprocess.Popen(command, cwd=REPO_ROOT, env=_env(settings, home),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)  # fmt: skip
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        deadline = time.monotonic() + 120
+        while not instance.event_log_storage.get_concurrency_info("duckdb").claimed_slots:
+            assert time.monotonic() < deadline and first.poll() is None, "no run claimed the pool"
+            time.sleep(0.2)
+    os.killpg(first.pid, signal.SIGKILL)  # the CLI, its worker and dbt: nothing cleans up
+    first.wait(timeout=10)
+    second = subprocess.run(command, cwd=REPO_ROOT, env=_env(settings, home), capture_output=True,
+                            text=True, timeout=300)  # fmt: skip
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "recovered run" in second.stderr and "marked failed" in second.stderr
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        statuses = [
+            r.status
+            for r in instance.get_runs(dg.RunsFilter(tags={"phantom/launched_by": "phantom run"}))
+        ]
+        assert dg.DagsterRunStatus.FAILURE in statuses and dg.DagsterRunStatus.SUCCESS in statuses
+        assert not instance.event_log_storage.get_concurrency_info("duckdb").claimed_slots
+
+
+def test_sigterm_ends_a_run_waiting_for_the_pool_within_seconds(settings: Settings, tmp_path: Path):
+    home = _home(tmp_path)
+    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert not run_pipeline(settings, instance, "raw_events").failed
+        # A live run of another process holds the only `duckdb` slot.
+        holder = instance.add_run(
+            dg.DagsterRun(job_name="elsewhere", status=dg.DagsterRunStatus.STARTED,
+                          tags={PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()})
+        )  # fmt: skip
+        storage = instance.event_log_storage
+        storage.initialize_concurrency_limit_to_default("duckdb")  # dagster.yaml: limit 1
+        assert storage.claim_concurrency_slot("duckdb", holder.run_id, "step").is_claimed
+    waiting = subprocess.Popen([PHANTOM, "run", "--select", "group:warehouse"], cwd=REPO_ROOT,
+                               env=_env(settings, home), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    seen = []
+    for line in waiting.stderr:
+        seen.append(line)
+        if "waiting for pool 'duckdb'" in line:
+            break
+    assert holder.run_id[:8] in seen[-1], seen
+    cpu_before = _cpu_seconds(waiting.pid)
+    time.sleep(3)
+    assert _cpu_seconds(waiting.pid) - cpu_before < 0.5  # waits asleep, not spinning
+    sent = time.monotonic()
+    waiting.send_signal(signal.SIGTERM)
+    assert waiting.wait(timeout=15) == 128 + signal.SIGTERM
+    assert time.monotonic() - sent < 10

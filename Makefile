@@ -8,7 +8,7 @@ export PHANTOM_DATA_DIR ?= $(CURDIR)/data
 # dbt: no anonymous usage pings (no network here), quiet version checks.
 export DBT_SEND_ANONYMOUS_USAGE_STATS := false
 export DO_NOT_TRACK := 1
-# `dagster dev` re-parses the dbt project on load with the `dbt` it finds on PATH.
+# The UI (make ui) re-parses the dbt project on load with the `dbt` it finds on PATH.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 DBT_SOURCES := $(shell find dbt_project -path dbt_project/target -prune -o \( -name '*.sql' -o -name '*.yml' \) -print 2>/dev/null)

@@ -65,13 +65,17 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _run(
-    args: argparse.Namespace, selection: str | None, run_config: dict | None = None
+    args: argparse.Namespace,
+    selection: str | None,
+    run_config: dict | None = None,
+    check_upstream: bool = True,
 ) -> tuple[int, Settings]:
     """`run_pipeline` with the CLI's workers, verbosity and exit codes."""
     import dagster as dg
 
+    from orchestration.planning import MissingUpstreamError
     from orchestration.resources import settings_from_env
-    from orchestration.runner import Interrupted, MissingUpstreamError, run_pipeline
+    from orchestration.runner import Interrupted, run_pipeline
 
     settings = settings_from_env()
     home = _ensure_dagster_home()
@@ -80,7 +84,7 @@ def _run(
         try:
             report = run_pipeline(
                 settings, instance, selection, echo=logger.info, run_config=run_config,
-                workers=args.workers, verbose=args.verbose,
+                workers=args.workers, verbose=args.verbose, check_upstream=check_upstream,
             )  # fmt: skip
         except MissingUpstreamError as error:
             logger.error("%s", error)
@@ -118,7 +122,9 @@ def cmd_publish(args: argparse.Namespace) -> int:
         config["private"] = False
     if args.revision:
         config["revision"] = args.revision
-    code, settings = _run(args, "hf_dataset", {"ops": {"hf_dataset": {"config": config}}})
+    # The lake may come from another machine's run: publish what is there.
+    run_config = {"ops": {"hf_dataset": {"config": config}}}
+    code, settings = _run(args, "hf_dataset", run_config, check_upstream=False)
     plan = settings.publish_dir / PUBLISH_PLAN_FILE
     if plan.exists():
         sys.stdout.write(plan.read_text())

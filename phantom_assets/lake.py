@@ -39,6 +39,7 @@ EVALUATION_FILES = (NOMINAL_FILE, STRESS_FILE, TRACES_FILE)
 CURVES_FILE, DIFFERENCES_FILE = "curves.parquet", "differences.parquet"
 REGRESSION_FILE, SUMMARY_FILE = "regression.json", "summary.md"
 PUBLISH_PLAN_FILE = "last_publish.json"
+SLICE_DIGEST_FILE = "digest.json"
 
 # --- contaminated datasets G(α): sessions, demand proxy and the α̂ report per store × α ---
 DEMAND_FILE, ALPHA_HAT_FILE = "demand.json", "alpha_hat.json"
@@ -83,6 +84,10 @@ class Lake:
 
     def all_quarantine(self) -> list[Path]:
         return sorted((self.root / "raw_events_quarantine").glob(f"batch=*/{QUARANTINE_FILE}"))
+
+    # --- warehouse ----------------------------------------------------------------------------
+    def store_warehouse(self, store: str) -> Path:
+        return partition_dir(self.root, "store_warehouse", store=store) / SLICE_DIGEST_FILE
 
     # --- fingerprint --------------------------------------------------------------------------
     def labeled_sessions(self, store: str, actor: str) -> Path:

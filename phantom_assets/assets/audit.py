@@ -49,7 +49,11 @@ def certification_report(
     static = policy_key("static", None, settings.training.train_alphas[0])
     selection = per_seed(stress, STRESS_METRIC)[SELECTION_SPLIT]
     tested = rank_candidates(selection, static).head(settings.evaluation.gate_candidates)
-    graph = context.repository_def.asset_graph
+    # The graph these settings define (an in-process `materialize` has no repository; the
+    # import is local because the graph module collects this one).
+    from phantom_assets.assets.graph import build_assets
+
+    graph = dg.Definitions(assets=build_assets(settings)).resolve_asset_graph()
     lineage = {}
     for policy in sorted({*tested["policy"], *tested["twin"], static}):  # a handful of policies
         key = dg.MultiPartitionKey({"store": store, "policy": policy})

@@ -66,12 +66,6 @@ SPAN_QUERY = """
 select epoch_ms(first_session_at) as origin_ms, window_s
 from contamination_store_spans where store = $store
 """
-WAREHOUSE_MARTS = (
-    "contamination_product_mix",
-    "contamination_agent_gaps",
-    "contamination_event_times",
-    "contamination_store_spans",
-)
 
 
 def partition_entropy(seed: int, store: str, alpha: float) -> list[int]:
@@ -162,7 +156,7 @@ def build_contamination_assets(
             dg.AssetDep("labeled_sessions", partition_mapping=SAME_STORE),
             dg.AssetDep("transition_kernels", partition_mapping=SAME_STORE),
             dg.AssetDep("divergence_scores", partition_mapping=BY_STORE),
-            *WAREHOUSE_MARTS,
+            dg.AssetDep("store_warehouse", partition_mapping=BY_STORE),
         ],
         group_name="contamination",
         kinds={"python", "duckdb", "parquet"},

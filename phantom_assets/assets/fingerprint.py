@@ -300,7 +300,7 @@ def build_fingerprint_assets(
     return [
         dg.asset(
             partitions_def=store_actor_partitions,
-            deps=["fingerprint_sessions"],
+            deps=[dg.AssetDep("store_warehouse", partition_mapping=BY_STORE)],
             kinds={"python", "duckdb", "parquet"},
             pool=WAREHOUSE_POOL,
             code_version=version("folds"),
@@ -322,7 +322,7 @@ def build_fingerprint_assets(
             deps=[
                 dg.AssetDep("labeled_sessions", partition_mapping=BY_STORE),
                 dg.AssetDep("transition_kernels", partition_mapping=BY_STORE),
-                "fingerprint_sessions",
+                "store_warehouse",
             ],
             kinds={"python", "numpy", "parquet"},
             pool=WAREHOUSE_POOL,

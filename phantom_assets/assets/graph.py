@@ -18,11 +18,13 @@ from phantom_assets.assets.ingest import build_ingest_assets
 from phantom_assets.assets.market import build_market_assets
 from phantom_assets.assets.partitions import build_partitions
 from phantom_assets.assets.publish import build_publish_assets
+from phantom_assets.assets.store_slices import build_store_slice_assets
 from phantom_assets.config import Settings
 
 BUILDERS = (
     build_ingest_assets,
     build_warehouse_assets,
+    build_store_slice_assets,
     build_fingerprint_assets,
     build_contamination_assets,
     build_market_assets,

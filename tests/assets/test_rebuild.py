@@ -6,8 +6,9 @@ import pytest
 from dagster._core.definitions.data_version import StaleStatus
 from dagster._utils.test.data_versions import get_stale_status_resolver  # no public equivalent
 
+from orchestration.planning import plan_stages
 from orchestration.resources import build_resources
-from orchestration.runner import plan_stages, run_pipeline
+from orchestration.runner import run_pipeline
 from phantom_assets.simulate import simulate_to_incoming
 from tests.pipeline_helpers import DEMO_DEFS as defs
 from tests.pipeline_helpers import simulation_params, tiny_settings

@@ -67,20 +67,29 @@ def test_certification_report_pairs_held_out_episode_seeds_only(workspace):
         assert report["baseline"] == report["candidate"].replace("-robust-", "-baseline-")
 
 
-def test_audit_verifies_then_names_a_tampered_kernel_then_passes_once_restored(workspace):
+@pytest.mark.parametrize(
+    ("artifact", "asset", "partition"),
+    [
+        (KERNEL, "transition_kernels", "agent|hotel"),
+        (Path("lake/market_simulators/store=hotel/spec.npz"), "market_simulators", "hotel"),
+    ],
+)
+def test_audit_verifies_then_names_a_tampered_artifact_then_passes_once_restored(
+    workspace, artifact: Path, asset: str, partition: str
+):
     data, env, _ = workspace
     assert _phantom(env, "audit", "--store", "hotel").returncode == 0
-    kernel = data / KERNEL
-    original = kernel.read_bytes()
+    target = data / artifact
+    original = target.read_bytes()
     tampered = bytearray(original)
-    tampered[len(tampered) // 2] ^= 0xFF
-    kernel.write_bytes(bytes(tampered))
+    tampered[len(tampered) // 2] ^= 0xFF  # one byte
+    target.write_bytes(bytes(tampered))
     try:
         failed = _phantom(env, "audit", "--store", "hotel")
     finally:
-        kernel.write_bytes(original)
+        target.write_bytes(original)
     assert failed.returncode != 0
-    assert "transition_kernels" in failed.stderr and "agent|hotel" in failed.stderr
+    assert asset in failed.stderr and partition in failed.stderr and artifact.name in failed.stderr
     assert _phantom(env, "audit", "--store", "hotel").returncode == 0
 
 

@@ -11,8 +11,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from orchestration.planning import MissingUpstreamError
 from orchestration.recovery import HOST_TAG, PID_TAG
-from orchestration.runner import MissingUpstreamError, Status, run_pipeline
+from orchestration.runner import Status, run_pipeline
 from phantom_assets.config import Settings
 from phantom_assets.simulate import simulate_to_incoming
 from tests.pipeline_helpers import REPO_ROOT, simulation_params
@@ -82,7 +83,7 @@ def test_a_selection_whose_upstream_was_never_built_names_it_and_the_star_syntax
         run_pipeline(settings, instance, "labeled_sessions")
     message = str(error.value)
     assert "never materialized" in message and "'*labeled_sessions'" in message
-    assert "fingerprint_sessions" in message  # the dbt mart it reads
+    assert "store_warehouse" in message  # the store slice of the warehouse it reads
 
 
 def test_two_worker_processes_run_in_parallel_and_tool_output_goes_to_the_run_log(

@@ -18,8 +18,8 @@ import dagster as dg
 import pytest
 import yaml
 
-from orchestration.definitions import defs as local_defs
-from orchestration.resources import build_resources
+from orchestration.definitions import build_definitions
+from orchestration.resources import settings_from_env
 from orchestration.scale_out import demo
 from orchestration.scale_out import deployment as deploy
 from phantom_assets.config import load_settings
@@ -90,10 +90,12 @@ def celery_slice(deployment: deploy.Deployment) -> SliceResult:
 def test_celery_location_loads_the_same_assets_and_jobs(monkeypatch):
     monkeypatch.setenv("DAGSTER_CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
     monkeypatch.setenv("DAGSTER_CELERY_BACKEND_URL", "redis://127.0.0.1:6379/1")
-    from orchestration.scale_out.celery import defs
+    from orchestration.scale_out import celery
 
+    defs = celery.defs()  # the lazy location, loaded as Dagster's loader does
     dg.Definitions.validate_loadable(defs)
-    graph, local = defs.resolve_asset_graph(), local_defs.resolve_asset_graph()
+    local = build_definitions(settings_from_env()).resolve_asset_graph()
+    graph = defs.resolve_asset_graph()
     assert graph.get_all_asset_keys() == local.get_all_asset_keys()
     for job in defs.jobs or []:
         assert defs.resolve_job_def(job.name).executor_def.name == "celery"
@@ -148,8 +150,8 @@ def test_slice_data_versions_equal_an_in_process_materialization(
     deployment: deploy.Deployment, celery_slice: SliceResult
 ):
     settings = load_settings("demo", data_dir=deployment.data_dir, config_file=deploy.DEMO_CONFIG)
-    resources = build_resources(settings)
-    assets = list(local_defs.assets or [])
+    local = build_definitions(settings)
+    resources, assets = local.resources, list(local.assets or [])
     with dg.instance_for_test() as instance:
         for key in SLICE_KEYS:
             result = dg.materialize(

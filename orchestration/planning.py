@@ -1,0 +1,170 @@
+"""What `phantom run` executes: stages of the selected graph, one task per partition, and the
+tasks each waits for.
+
+A *stage* is a maximal run of topologically ordered assets sharing one partitions definition; a
+*task* is one stage for one partition key (one Dagster run). A task waits for the tasks of every
+upstream stage in the same store (or all of them when either side spans the stores).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import dagster as dg
+
+from phantom_assets.assets.partitions import BATCH_PARTITIONS_NAME
+
+# Publishing is a decision: `phantom publish` (or an explicit selection) runs it, `phantom run` not.
+MANUAL_GROUPS = ("publish",)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """Assets materialized together, once per key of their shared partitions definition."""
+
+    keys: tuple[dg.AssetKey, ...]
+    partitions_def: dg.PartitionsDefinition | None
+
+    @property
+    def label(self) -> str:
+        return ", ".join(k.to_user_string() for k in self.keys)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One run: a stage's assets for one partition key."""
+
+    stage: int
+    partition: str | None
+    store: str | None  # the store the partition belongs to (None: every store, e.g. the warehouse)
+    pools: frozenset[str]
+    # One batch failing to ingest (an unreadable file) must not hold back the others: its
+    # downstream runs on the batches that loaded, and the failure is reported.
+    blocks_downstream: bool = True
+
+
+class MissingUpstreamError(RuntimeError):
+    """The selection reads assets that were never materialized and are not selected."""
+
+
+def _selected_keys(defs: dg.Definitions, selection: str | None) -> set[dg.AssetKey]:
+    graph = defs.resolve_asset_graph()
+    if selection:
+        # Multi-assets that cannot be subset (raw_events + its quarantine) come along whole.
+        return (
+            dg.AssetSelection.from_string(selection).required_multi_asset_neighbors().resolve(graph)
+        )
+    return {
+        k for k in graph.materializable_asset_keys if graph.get(k).group_name not in MANUAL_GROUPS
+    }
+
+
+def plan_stages(defs: dg.Definitions, selection: str | None = None) -> list[Stage]:
+    """Group the selected materializable assets into as few dependency-ordered stages as possible.
+
+    Each asset joins the earliest stage with its partitions definition that comes after every
+    stage holding one of its parents (a parent in a stage of the same partitioning may share it:
+    one run per partition key executes both in order).
+    """
+    graph = defs.resolve_asset_graph()
+    selected = _selected_keys(defs, selection)
+    stages: list[Stage] = []
+    stage_of: dict[dg.AssetKey, int] = {}
+    for key in graph.toposorted_asset_keys:
+        node = graph.get(key)
+        if key not in selected or not node.is_materializable:
+            continue
+        earliest = max(
+            (
+                stage_of[parent] + (stages[stage_of[parent]].partitions_def != node.partitions_def)
+                for parent in node.parent_keys
+                if parent in stage_of
+            ),
+            default=0,
+        )
+        index = next(
+            (i for i in range(earliest, len(stages))
+             if stages[i].partitions_def == node.partitions_def),
+            len(stages),
+        )  # fmt: skip
+        if index == len(stages):
+            stages.append(Stage((), node.partitions_def))
+        stages[index] = Stage((*stages[index].keys, key), node.partitions_def)
+        stage_of[key] = index
+    return stages
+
+
+def missing_upstream(
+    defs: dg.Definitions, instance: dg.DagsterInstance, selection: str | None
+) -> list[dg.AssetKey]:
+    """Unselected materializable parents of the selection that have never been materialized."""
+    graph = defs.resolve_asset_graph()
+    selected = _selected_keys(defs, selection)
+    parents = {
+        parent
+        for key in selected
+        for parent in graph.get(key).parent_keys
+        if parent not in selected and graph.get(parent).is_materializable
+    }
+    return sorted(
+        (p for p in parents if instance.get_latest_materialization_event(p) is None),
+        key=lambda k: k.to_user_string(),
+    )
+
+
+def _is_batch(partitions_def: dg.PartitionsDefinition | None) -> bool:
+    return getattr(partitions_def, "name", None) == BATCH_PARTITIONS_NAME
+
+
+def _store_of(partitions_def: dg.PartitionsDefinition | None, key: str | None) -> str | None:
+    """The store a partition belongs to (None: not store-scoped)."""
+    if key is None or partitions_def is None or _is_batch(partitions_def):
+        return None
+    if isinstance(partitions_def, dg.MultiPartitionsDefinition):
+        return partitions_def.get_partition_key_from_str(key).keys_by_dimension.get("store")
+    return key
+
+
+def plan_tasks(
+    defs: dg.Definitions, stages: Sequence[Stage], instance: dg.DagsterInstance
+) -> tuple[list[Task], dict[int, set[int]]]:
+    """One task per (stage, partition key) and, per task, the tasks it waits for: those of every
+    upstream stage in the same store (or all of them when either side spans the stores)."""
+    graph = defs.resolve_asset_graph()
+    tasks: list[Task] = []
+    for index, stage in enumerate(stages):
+        keys = (
+            [None]
+            if stage.partitions_def is None
+            else stage.partitions_def.get_partition_keys(dynamic_partitions_store=instance)
+        )
+        pools = frozenset(p for k in stage.keys for p in (graph.get(k).pools or ()))
+        blocks = not _is_batch(stage.partitions_def)
+        tasks.extend(
+            Task(index, key, _store_of(stage.partitions_def, key), pools, blocks) for key in keys
+        )
+    stage_of = {key: i for i, stage in enumerate(stages) for key in stage.keys}
+    upstream: dict[int, set[int]] = {}
+    for index, stage in enumerate(stages):
+        up: set[int] = set()
+        frontier = [p for k in stage.keys for p in graph.get(k).parent_keys]
+        seen: set[dg.AssetKey] = set()
+        while frontier:
+            parent = frontier.pop()
+            if parent in seen:
+                continue
+            seen.add(parent)
+            if parent in stage_of and stage_of[parent] != index:
+                up.add(stage_of[parent])
+            frontier.extend(graph.get(parent).parent_keys)
+        upstream[index] = up
+    waits: dict[int, set[int]] = {}
+    for i, task in enumerate(tasks):
+        waits[i] = {
+            j
+            for j, other in enumerate(tasks)
+            if other.stage in upstream[task.stage]
+            and (task.store is None or other.store is None or task.store == other.store)
+        }
+    return tasks, waits

@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
     logger.setLevel(logging.INFO)
     args = build_parser().parse_args(argv)
-    if not getattr(args, "verbose", True):
+    if not getattr(args, "verbose", False):
         # Beta/deprecation notices of imported libraries; the workers log theirs to the run log.
         warnings.simplefilter("ignore")
     return args.func(args)

@@ -74,11 +74,14 @@ def recover_dead_runs(instance: dg.DagsterInstance, echo: Callable[[str], None])
     return [run.run_id for run in dead]
 
 
-def foreign_holders(
-    instance: dg.DagsterInstance, pool: str, own_runs: set[str]
-) -> tuple[int, list[str]]:
-    """(slot limit, run ids of other processes holding a slot) of `pool`; limit ≥ 1 (DuckDB has
-    one writer even when the instance sets no limit)."""
+def foreign_holders(instance: dg.DagsterInstance, pool: str, session: str) -> tuple[int, list[str]]:
+    """(slot limit, run ids holding a slot of `pool` that belong to another `phantom run` session
+    or process); limit ≥ 1 (DuckDB has one writer even when the instance sets no limit)."""
     info = instance.event_log_storage.get_concurrency_info(pool)
     limit = max(info.limit or info.slot_count or 1, 1)
-    return limit, [s.run_id for s in info.claimed_slots if s.run_id not in own_runs]
+    others = []
+    for slot in info.claimed_slots:
+        run = instance.get_run_by_id(slot.run_id)
+        if run is None or run.tags.get(SESSION_TAG) != session:
+            others.append(slot.run_id)
+    return limit, others

@@ -173,9 +173,8 @@ class _Scheduler:
         return failed and self.tasks[task_id].blocks_downstream
 
     def _pool_free(self, task: Task) -> bool:
-        own = {o.run_id for o in self.outcomes.values() if o.run_id}
         for pool in task.pools:
-            limit, others = foreign_holders(self.instance, pool, own)
+            limit, others = foreign_holders(self.instance, pool, self.tags[SESSION_TAG])
             mine = sum(pool in t.pools for t in self.running.values())
             if mine + len(others) >= limit:
                 note = f"{pool}:{','.join(others)}"

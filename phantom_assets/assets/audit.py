@@ -3,6 +3,9 @@
 import dagster as dg
 import numpy as np
 
+# Not re-exported by `dagster`: the graph of a list of assets, without resources to bind.
+from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
+
 from phantom_assets.assets.lineage import collect_lineage
 from phantom_assets.assets.metadata import (
     PACKAGE_ROOT,
@@ -53,7 +56,7 @@ def certification_report(
     # import is local because the graph module collects this one).
     from phantom_assets.assets.graph import build_assets
 
-    graph = dg.Definitions(assets=build_assets(settings)).resolve_asset_graph()
+    graph = AssetGraph.from_assets(build_assets(settings))
     lineage = {}
     for policy in sorted({*tested["policy"], *tested["twin"], static}):  # a handful of policies
         key = dg.MultiPartitionKey({"store": store, "policy": policy})

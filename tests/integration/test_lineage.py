@@ -99,6 +99,7 @@ def test_collect_lineage_file_records_verify_and_survive_a_json_round_trip(built
     file_records = [r for r in built.records if r.artifacts]
     assert {r.asset for r in file_records} == {
         "raw_events",
+        "store_warehouse",
         "labeled_sessions",
         "transition_kernels",
         "divergence_scores",

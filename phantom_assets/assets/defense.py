@@ -11,6 +11,7 @@ from phantom_assets.assets.metadata import (
     artifact_version,
     code_version_of,
     figure_markdown,
+    settings_fields,
     table_metadata,
     with_settings,
 )
@@ -150,7 +151,7 @@ def trained_policies(
 
 def build_defense_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:
     """`trained_policies` on the store × policy grid, versioned with its training budget."""
-    budget = {name: getattr(settings.training, name) for name in TRAINING_FIELDS}
+    budget = settings_fields(settings.training, *TRAINING_FIELDS)
     asset = dg.asset(
         partitions_def=grids.store_policy,
         deps=[dg.AssetDep("market_simulators", partition_mapping=BY_STORE)],

@@ -12,6 +12,7 @@ from phantom_assets.assets.metadata import (
     artifact_version,
     code_version_of,
     figure_markdown,
+    settings_fields,
     table_metadata,
     with_settings,
 )
@@ -53,11 +54,6 @@ PLOT_METRICS = ("revenue", "coi_level", "leakage")
 PROTOCOL_CHECK = "runs_at_grid_alpha_with_common_and_held_out_seeds"
 UNIT_CHECK = "n_equals_episode_seeds"
 COMPLETE_CHECK = "every_policy_alpha_metric_present"
-
-
-def _fields(section: object, names: tuple[str, ...]) -> dict[str, Any]:
-    """The named fields of a settings section (what enters a code version)."""
-    return {name: getattr(section, name) for name in names}
 
 
 def policy_labels(store: str, key: PolicyKey, record: PolicyRecord) -> dict[str, Any]:
@@ -164,8 +160,8 @@ def build_evaluation_assets(settings: Settings, grids: GridPartitions) -> list[d
         kinds={"python", "parquet"},
         code_version=with_settings(
             EVALUATION_CODE,
-            _fields(settings.evaluation, PROTOCOL_FIELDS),
-            _fields(settings.training, ("device", "torch_threads")),
+            settings_fields(settings.evaluation, *PROTOCOL_FIELDS),
+            settings_fields(settings.training, "device", "torch_threads"),
         ),
         check_specs=[dg.AssetCheckSpec(PROTOCOL_CHECK, asset="policy_evaluations", blocking=True)],
     )
@@ -175,7 +171,9 @@ def build_evaluation_assets(settings: Settings, grids: GridPartitions) -> list[d
         group_name="evaluation",
         kinds={"python", "parquet", "matplotlib"},
         code_version=with_settings(
-            EVALUATION_CODE, _fields(settings.evaluation, BENCHMARK_FIELDS), policy_grid(settings)
+            EVALUATION_CODE,
+            settings_fields(settings.evaluation, *BENCHMARK_FIELDS),
+            policy_grid(settings),
         ),
         check_specs=[
             dg.AssetCheckSpec(UNIT_CHECK, asset="benchmark_curves", blocking=True),

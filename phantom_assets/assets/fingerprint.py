@@ -14,6 +14,7 @@ from phantom_assets.assets.metadata import (
     artifact_version,
     code_version_of,
     figure_markdown,
+    settings_fields,
     table_metadata,
     with_settings,
 )
@@ -281,11 +282,6 @@ def separability_report(context: dg.AssetExecutionContext, storage: StorageResou
     )
 
 
-def fingerprint_settings(settings: Settings, *names: str) -> dict[str, object]:
-    """The named `fingerprint` settings: what one asset computes with (its code version)."""
-    return {name: getattr(settings.fingerprint, name) for name in names}
-
-
 def build_fingerprint_assets(
     settings: Settings, grids: GridPartitions
 ) -> list[dg.AssetsDefinition]:
@@ -295,7 +291,7 @@ def build_fingerprint_assets(
     """
 
     def version(*names: str) -> str:
-        return with_settings(FINGERPRINT_CODE, fingerprint_settings(settings, *names))
+        return with_settings(FINGERPRINT_CODE, settings_fields(settings.fingerprint, *names))
 
     return [
         dg.asset(

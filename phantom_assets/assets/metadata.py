@@ -55,6 +55,11 @@ def with_settings(code_version: str, *sections: object) -> str:
     return f"{code_version}-{hashlib.sha256(payload.encode()).hexdigest()[:8]}"
 
 
+def settings_fields(section: object, *names: str) -> dict[str, object]:
+    """The named fields of a settings section: the part of it one asset computes with."""
+    return {name: getattr(section, name) for name in names}
+
+
 def column_schema(frame: pl.DataFrame) -> dg.TableSchema:
     """Dagster column schema of a polars frame."""
     return dg.TableSchema(

@@ -35,8 +35,9 @@ contamination_job = dg.define_asset_job(
 )
 market_job = dg.define_asset_job(
     "market_job",
-    selection=dg.AssetSelection.assets("market_simulators"),
-    description="Compile the pricing market simulator of one store and check its env.",
+    selection=dg.AssetSelection.assets("market_simulators", "coi_erosion", "market_oracle"),
+    description="Compile the pricing market simulator of one store, check its env, and measure "
+    "its COI erosion and best fixed actions (oracle).",
 )
 defense_job = dg.define_asset_job(
     "defense_job",

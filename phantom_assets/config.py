@@ -59,29 +59,40 @@ class ContaminationConfig:
 
 @dataclass(frozen=True)
 class MarketConfig:
-    """Simulated market compiled per store (DESIGN §5)."""
+    """Simulated market v2 compiled per store (DESIGN §5): session-based quoting, agents that
+    reconnoitre in K sessions, detector-aware quoting, robustness over (α, K)."""
 
     n_products: int = 10
-    sessions_per_step: int = 100
-    n_actions: int = 9
-    price_scale_low: float = 0.8
-    price_scale_high: float = 1.2
-    episode_steps: int = 50
-    ambiguity_radius_w1: float = 5.0
-    robust_candidates: int = 5
+    shoppers_per_step: int = 100
+    base_levels: tuple[float, ...] = (0.7, 0.85, 1.0, 1.15, 1.3)  # × each product's anchor
+    markups: tuple[float, ...] = (0.0, 0.5, 1.0)  # engagement markup m; the middle is the default
+    detector_strengths: tuple[float, ...] = (0.0, 0.5, 1.0)  # δ; 0 = the undefended engine
+    quote_noise: float = 0.2  # w, half-width of the relative quote noise
+    agent_sessions: int = 8  # K: clean sessions an agent reconnoitres in (nominal)
+    robust_agent_sessions: tuple[int, ...] = (2, 8, 16)  # K candidates of the robust mode
+    robust_alpha_candidates: int = 3
+    ambiguity_radius_w1: float = 4.0  # ε, in engagement units (see `market.spec`)
+    lam: float = 0.0  # leakage charge in the reward; 0 = leakage measured, not charged
+    episode_steps: int = 25
     chain_bank_size: int = 20_000
 
 
 @dataclass(frozen=True)
 class TrainingConfig:
-    """Policy tiers and budgets (DESIGN §5)."""
+    """Policy tiers and budgets (DESIGN §5 "Policy tiers").
 
-    tiers: tuple[str, ...] = ("static", "surge", "linear", "qtable", "ppo", "a2c", "dqn")
-    train_alphas: tuple[float, ...] = (0.0, 0.5, 1.0)
-    timesteps: int = 2_000
+    The ablation tier also trains in the two charged modes (λ = `ablation_lam`, with and without
+    the adversary), so the effects of λ and of the adversary can be separated.
+    """
+
+    tiers: tuple[str, ...] = ("static", "surge", "linear", "qtable", "ppo", "dqn")
+    train_alphas: tuple[float, ...] = (0.5,)
+    timesteps: int = 10_000
     seeds: tuple[int, ...] = (0,)
     device: str = "cpu"
     torch_threads: int = 1
+    ablation_tier: str = "dqn"
+    ablation_lam: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -93,13 +104,15 @@ class EvaluationConfig:
     candidate, so the two ranges must not overlap.
     """
 
-    alphas: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
+    alphas: tuple[float, ...] = (0.0, 0.5, 1.0)
+    agent_sessions: tuple[int, ...] = (2, 8)  # the K grid
     episodes: int = 8
     test_episodes: int = 8
     stress_radius: float = 0.2
     seed: int = 17
     test_seed: int = 100_017
     gate_candidates: int = 1
+    max_human_harm: float = 0.15  # the gate's bound on humans' harm share (DESIGN §8)
 
     def __post_init__(self) -> None:
         if self.episodes < 1 or self.test_episodes < 1 or self.gate_candidates < 1:
@@ -183,12 +196,14 @@ _STUDY_OVERRIDES: dict[str, dict[str, Any]] = {
     "simulation": {"humans_per_store": 600, "agents_per_store": 200},
     "contamination": {"alphas": tuple(round(0.1 * i, 1) for i in range(11))},
     "training": {
+        "tiers": ("static", "surge", "linear", "qtable", "ppo", "a2c", "dqn"),
         "train_alphas": (0.0, 0.3, 0.5, 0.7, 1.0),
-        "timesteps": 50_000,
+        "timesteps": 60_000,
         "seeds": (0, 1, 2),
     },
     "evaluation": {
         "alphas": tuple(round(0.1 * i, 1) for i in range(11)),
+        "agent_sessions": (1, 2, 4, 8, 16),
         "episodes": 30,
         "test_episodes": 30,
     },

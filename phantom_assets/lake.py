@@ -44,6 +44,14 @@ SLICE_DIGEST_FILE = "digest.json"
 # --- contaminated datasets G(α): sessions, demand proxy and the α̂ report per store × α ---
 DEMAND_FILE, ALPHA_HAT_FILE = "demand.json", "alpha_hat.json"
 
+# --- market benchmarks per store: COI erosion (table + figure) and the fixed-action oracle ---
+EROSION_FILE, EROSION_PLOT_FILE = "coi_erosion.parquet", "coi_erosion.png"
+EROSION_METRICS_FILE = "erosion_metrics.parquet"
+ORACLE_FILE = "oracle.parquet"
+
+# --- benchmark per store: regret vs the oracle and the λ × adversary factorial ---
+REGRET_FILE, ABLATION_FILE = "regret.parquet", "ablation.parquet"
+
 
 def alpha_key(alpha: float) -> str:
     """Partition key of a contamination level: `a` + round(100·α) zero-padded (0.5 -> `a050`).
@@ -118,6 +126,12 @@ class Lake:
 
     def market_dir(self, store: str) -> Path:
         return partition_dir(self.root, "market_simulators", store=store)
+
+    def erosion_dir(self, store: str) -> Path:
+        return partition_dir(self.root, "coi_erosion", store=store)
+
+    def oracle_dir(self, store: str) -> Path:
+        return partition_dir(self.root, "market_oracle", store=store)
 
     # --- defense, evaluation, audit -----------------------------------------------------------
     def policy_dir(self, store: str, policy: str) -> Path:

@@ -23,13 +23,14 @@ permutation_draws = 100
 [market]
 episode_steps = 12
 chain_bank_size = 400
-sessions_per_step = 40
+shoppers_per_step = 40
 
 [training]
 timesteps = 96
 
 [evaluation]
 alphas = [0.0, 0.5, 1.0]
+agent_sessions = [2, 8]
 episodes = 3
 test_episodes = 3
 """

@@ -1,5 +1,7 @@
 """Audit group: the certification report of a store's best defended policy (DESIGN §8)."""
 
+from collections.abc import Sequence
+
 import dagster as dg
 import numpy as np
 
@@ -11,21 +13,21 @@ from phantom_assets.assets.metadata import (
     PACKAGE_ROOT,
     artifact_version,
     code_version_of,
+    settings_fields,
     with_settings,
 )
 from phantom_assets.assets.partitions import BY_STORE, GridPartitions, store_partitions
 from phantom_assets.assets.resources import StorageResource
 from phantom_assets.audit import (
+    ArtifactRecord,
     CertificationReport,
     environment_snapshot,
     failed_blocking_checks,
-    per_seed,
     promotion_gate,
-    rank_candidates,
     render_markdown,
+    select_candidates,
 )
 from phantom_assets.config import Settings
-from phantom_assets.constants import SELECTION_SPLIT
 from phantom_assets.lake import REPORT_FILE, REPORT_MD_FILE, STRESS_FILE
 from phantom_assets.policies import policy_key
 from phantom_assets.storage import write_bytes_atomic
@@ -33,45 +35,47 @@ from phantom_assets.storage import write_bytes_atomic
 AUDIT_CODE = code_version_of(
     "phantom_assets.assets.audit", "phantom_assets.audit", "phantom_assets.assets.lineage"
 )
-STRESS_METRIC = "reward"
+STRESS_METRIC = "profit"
 GATE_SEED = 29
+GATE_FIELDS = ("gate_candidates", "max_human_harm")
+"""The evaluation settings the gate decides with (the seeds reach it through the stress rows)."""
 
 
 def certification_report(
     context: dg.AssetExecutionContext, storage: StorageResource
 ) -> dg.MaterializeResult:
-    """Certificate for a store's best robust policy: its full lineage back to every raw batch
-    (data and code versions, runs, checks), the environment, and the promotion gate -- selected
-    on the selection seeds, certified only if every blocking check passed and, on held-out
-    episode seeds, it beats both its baseline twin and the static engine (exact sign-flip test,
-    Holm across candidates)."""
+    """Certificate for a store's best agent-aware defence: its full lineage back to every raw
+    batch (data and code versions, runs, checks), the environment, and the promotion gate --
+    selected on the selection seeds; certified only if every blocking check passed and, on
+    held-out episode seeds, it beats the static engine on stress profit, its detector value
+    (fitted − permuted f) is positive and human harm stays within the bound (Holm across
+    candidates)."""
     store, settings = context.partition_key, storage.settings()
     stress = settings.lake.all_evaluations(store, STRESS_FILE)
     if stress is None:
         raise dg.Failure(f"no stress evaluations for store {store}: materialize policy_evaluations")
     static = policy_key("static", None, settings.training.train_alphas[0])
-    selection = per_seed(stress, STRESS_METRIC)[SELECTION_SPLIT]
-    tested = rank_candidates(selection, static).head(settings.evaluation.gate_candidates)
+    cfg = settings.evaluation
+    tested = select_candidates(stress, static, cfg.max_human_harm, cfg.gate_candidates,
+                               STRESS_METRIC)  # fmt: skip
     # The graph these settings define (an in-process `materialize` has no repository; the
     # import is local because the graph module collects this one).
     from phantom_assets.assets.graph import build_assets
 
     graph = AssetGraph.from_assets(build_assets(settings))
     lineage = {}
-    for policy in sorted({*tested["policy"], *tested["twin"], static}):  # a handful of policies
+    for policy in sorted({*tested["policy"], static}):  # a handful of policies
         key = dg.MultiPartitionKey({"store": store, "policy": policy})
         lineage[policy] = collect_lineage(
             context.instance, graph, dg.AssetKey("policy_evaluations"), key
         )
-    failed = {row["policy"]: failed_blocking_checks(
-                  {(r.asset, r.partition): r for p in (row["policy"], row["twin"], static)
-                   for r in lineage[p]}.values())
-              for row in tested.iter_rows(named=True)}  # fmt: skip
+    failed = {policy: failed_blocking_checks(_records(lineage, (policy, static)))
+              for policy in tested["policy"]}  # fmt: skip
     decision = promotion_gate(stress, static=static, failed_checks=failed, metric=STRESS_METRIC,
                               rng=np.random.default_rng(GATE_SEED),
+                              max_human_harm=settings.evaluation.max_human_harm,
                               n_candidates=settings.evaluation.gate_candidates)  # fmt: skip
-    chosen = (decision.candidate, decision.baseline, static)
-    records = list({(r.asset, r.partition): r for p in chosen for r in lineage[p]}.values())
+    records = _records(lineage, (decision.candidate, static))
     report = CertificationReport(
         store=store, policy=decision.candidate, certified=decision.certified,
         reasons=decision.reasons, records=tuple(records), gate=decision.to_dict(),
@@ -92,29 +96,40 @@ def certification_report(
             **artifacts,
             "certified": decision.certified,
             "policy": decision.candidate,
-            "baseline": decision.baseline,
             "static": static,
             "reasons": dg.MetadataValue.md("\n".join(f"- {r}" for r in decision.reasons)),
             "n_lineage_records": len(records),
             "n_pairs": decision.n_pairs,
             "selection_seeds": str(list(decision.selection_seeds)),
             "test_seeds": str(list(decision.test_seeds)),
-            "mean_diff": decision.mean_diff,
-            "ci_low": decision.ci_low,
-            "ci_high": decision.ci_high,
+            "profit_vs_static": decision.profit_vs_static.describe(),
+            "detector_value": decision.detector_value.describe(),
+            "human_harm": decision.human_harm.describe(),
             "p_value": decision.p_value,
             "method": decision.method,
         },
     )
 
 
+def _records(
+    lineage: dict[str, list[ArtifactRecord]], policies: Sequence[str]
+) -> list[ArtifactRecord]:
+    """The lineage records of `policies`, each asset partition once."""
+    return list({(r.asset, r.partition): r for p in policies for r in lineage[p]}.values())
+
+
 def build_audit_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:
-    """`certification_report`, versioned with the gate's settings (seeds, candidates)."""
+    """`certification_report`, versioned with the gate's settings (candidates, harm bound, the
+    training α that names the static engine)."""
     asset = dg.asset(
         partitions_def=store_partitions,
         deps=[dg.AssetDep("policy_evaluations", partition_mapping=BY_STORE), "benchmark_curves"],
         group_name="audit",
         kinds={"python", "json"},
-        code_version=with_settings(AUDIT_CODE, settings.evaluation, settings.training.train_alphas),
+        code_version=with_settings(
+            AUDIT_CODE,
+            settings_fields(settings.evaluation, *GATE_FIELDS),
+            settings.training.train_alphas[0],
+        ),
     )
     return [asset(certification_report)]

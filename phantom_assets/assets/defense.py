@@ -26,11 +26,14 @@ from phantom_assets.policies import (
     PolicyKey,
     TrainedPolicy,
     TrainingParams,
+    has_plateaued,
+    mode_market,
     plot_learning_curve,
     reload_mismatches,
     save_trained,
     train_policy,
     wandb_run,
+    worst_plateau_ratio,
 )
 from phantom_assets.policies.tracking import run_location
 
@@ -40,8 +43,9 @@ DEFENSE_CODE = code_version_of(
     "phantom_assets.market",
     "phantom_assets.constants",
 )
-# What one partition trains with; the tiers and training α only shape the grid of partitions.
-TRAINING_FIELDS = ("timesteps", "seeds", "device", "torch_threads")
+# What one partition trains with; the tiers, training α and ablation tier only shape the grid of
+# partitions.
+TRAINING_FIELDS = ("timesteps", "ablation_lam", "seeds", "device", "torch_threads")
 RELOAD_CHECK = "saved_policy_reloads_identically"
 PROGRESS_LOGGERS = ("phantom_assets.policies",)
 
@@ -111,9 +115,10 @@ def trained_policies(
     storage: StorageResource,
     experiment_tracking: ExperimentTrackingResource,
 ):
-    """One pricing policy of a store: its tier, mode (baseline: λ = 0, no adversary; robust:
-    worst α of the ambiguity set) and training α come from the policy key; one model per
-    training seed, with the learning curve and the hyperparameters in `policy.json`."""
+    """One pricing policy of a store: its tier, mode (λ × adversary: baseline, robust, and for
+    the ablation tier charged, robustcharged) and training α come from the policy key; one model
+    per training seed, with the learning curves, hyperparameters and plateau ratios in
+    `policy.json`."""
     store, key = store_policy_keys(context)
     settings = storage.settings()
     spec = MarketSpec.load(settings.lake.market_dir(store))
@@ -129,12 +134,15 @@ def trained_policies(
     version, artifacts = artifact_version(*identifying)
     figure = plot_learning_curve(curve, f"{store} / {key.key}")
     png = settings.reports_dir / "trained_policies" / f"{store}-{key.key}.png"
+    robust, lam = mode_market(key.mode, params.ablation_lam)
+    plateau = worst_plateau_ratio(record)
     yield dg.MaterializeResult(
         data_version=version,
         metadata=table_metadata(
             curve, folder / CURVE_FILE, **artifacts,
-            tier=key.tier, mode=key.mode, alpha=key.alpha, seeds=str(record["seeds"]),
-            weights_sha256=record["weights_sha256"],
+            tier=key.tier, mode=key.mode, alpha=key.alpha, robust=robust, lam=lam,
+            seeds=str(record["seeds"]), weights_sha256=record["weights_sha256"],
+            plateau_ratio=plateau, plateaued=has_plateaued(plateau),
             hyperparameters=dg.MetadataValue.json(record["hyperparameters"]),
             final_episode_reward=float(curve["reward"][-1]) if curve.height else None,
             tracked=experiment_tracking.enabled,

@@ -2,6 +2,7 @@
 
 import contextlib
 import dataclasses
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,18 +27,20 @@ from phantom_assets.assets.partitions import (
 from phantom_assets.assets.resources import StorageResource
 from phantom_assets.config import Settings
 from phantom_assets.evaluation import (
-    STRESS_CANDIDATES,
+    DETECTOR_VALUE,
+    FITTED,
+    BenchmarkTables,
     benchmark_tables,
     evaluate_policies,
     expected_curve_rows,
     load_evaluations,
+    plot_actions_vs_alpha_hat,
     plot_metric_vs_alpha,
-    plot_price_traces,
     protocol_conformance,
     save_benchmark,
     save_evaluation,
-    trace_selection,
 )
+from phantom_assets.lake import ORACLE_FILE
 from phantom_assets.market import MarketSpec
 from phantom_assets.policies import SB3_TIERS, PolicyKey, PolicyRecord, load_trained, torch_threads
 
@@ -47,13 +50,14 @@ EVALUATION_CODE = code_version_of(
     "phantom_assets.policies",
     "phantom_assets.market",
 )
-# The evaluation settings each asset computes with (`gate_candidates` is the audit's alone).
-PROTOCOL_FIELDS = ("alphas", "episodes", "test_episodes", "stress_radius", "seed", "test_seed")
-BENCHMARK_FIELDS = ("alphas", "episodes")
-PLOT_METRICS = ("revenue", "coi_level", "leakage")
-PROTOCOL_CHECK = "runs_at_grid_alpha_with_common_and_held_out_seeds"
+# The evaluation settings each asset computes with (the gate's fields are the audit's alone).
+PROTOCOL_FIELDS = ("alphas", "agent_sessions", "episodes", "test_episodes", "stress_radius",
+                   "seed", "test_seed")  # fmt: skip
+BENCHMARK_FIELDS = ("alphas", "agent_sessions", "episodes")
+PLOT_METRICS = ("profit", "coi_a", "leak", "human_harm")
+PROTOCOL_CHECK = "runs_the_alpha_k_detector_grid_with_common_and_held_out_seeds"
 UNIT_CHECK = "n_equals_episode_seeds"
-COMPLETE_CHECK = "every_policy_alpha_metric_present"
+COMPLETE_CHECK = "every_policy_alpha_k_detector_metric_present"
 
 
 def policy_labels(store: str, key: PolicyKey, record: PolicyRecord) -> dict[str, Any]:
@@ -63,31 +67,38 @@ def policy_labels(store: str, key: PolicyKey, record: PolicyRecord) -> dict[str,
 
 
 def policy_evaluations(context: dg.AssetExecutionContext, storage: StorageResource):
-    """One policy evaluated by the protocol: nominal market (no adversary) at every α of the
-    evaluation grid, E episodes with seeds shared by every policy (`nominal.parquet`); the worst
-    case over α0 ± r (`stress.parquet`); per-step prices of episode 0 (`traces.parquet`)."""
+    """One policy evaluated by the protocol: nominal market (no adversary) at every (α, K) of the
+    evaluation grid with the fitted detector and the permuted-f ablation, E episodes with seeds
+    shared by every policy (`nominal.parquet`); the worst case over α0 ± r at the nominal K
+    (`stress.parquet`); per-step actions and α̂ of episode 0 (`traces.parquet`)."""
     store, key = store_policy_keys(context)
     settings = storage.settings()
     cfg, lake, training = settings.evaluation, settings.lake, settings.training
     spec = MarketSpec.load(lake.market_dir(store))
     record, policies = load_trained(lake.policy_dir(store, key.key), training.device)
     fixed = key.tier in SB3_TIERS  # only SB3 policies act through torch
+    started = time.perf_counter()  # wall time is reported, never used to compute
     with torch_threads(training.torch_threads) if fixed else contextlib.nullcontext():
         evaluation = evaluate_policies(policies, spec, cfg, policy_labels(store, key, record))
+    seconds = time.perf_counter() - started
     paths = save_evaluation(lake.evaluation_dir(store, key.key), evaluation)
     version, artifacts = artifact_version(*paths)
     nominal = evaluation.nominal
-    means = nominal.group_by("alpha").agg(pl.col("revenue").mean()).sort("alpha")
+    profit = (nominal.filter(pl.col("detector") == FITTED).group_by("alpha", "k")
+              .agg(pl.col("profit").mean()).sort("alpha", "k"))  # fmt: skip
+    context.log.info(f"evaluated {key.key} of {store} in {seconds:.1f} s")
     yield dg.MaterializeResult(
         data_version=version,
         metadata=table_metadata(
-            nominal, paths[0], **artifacts, alphas=str(list(cfg.alphas)), episodes=cfg.episodes,
+            nominal, paths[0], **artifacts, alphas=str(list(cfg.alphas)),
+            agent_sessions=str(list(cfg.agent_sessions)), episodes=cfg.episodes,
             selection_seeds=str(list(cfg.selection_seeds)), test_seeds=str(list(cfg.test_seeds)),
-            stress_radius=cfg.stress_radius, stress_candidates=STRESS_CANDIDATES,
-            mean_revenue_by_alpha=str([tuple(r) for r in means.rows()]),
+            stress_radius=cfg.stress_radius, stress_k=spec.agent_sessions,
+            evaluation_seconds=round(seconds, 2),
+            mean_fitted_profit_by_alpha_k=str([tuple(r) for r in profit.rows()]),
         ),
     )  # fmt: skip
-    conformance = protocol_conformance(nominal, evaluation.stress, cfg)
+    conformance = protocol_conformance(nominal, evaluation.stress, cfg, spec.agent_sessions)
     yield dg.AssetCheckResult(
         check_name=PROTOCOL_CHECK, passed=conformance.holds,
         metadata=dataclasses.asdict(conformance),
@@ -95,59 +106,70 @@ def policy_evaluations(context: dg.AssetExecutionContext, storage: StorageResour
 
 
 def benchmark_plots(
-    curves: pl.DataFrame, traces: pl.DataFrame, reports: Path, store: str
+    tables: BenchmarkTables, nominal: pl.DataFrame, reports: Path, store: str
 ) -> dict[str, dg.MetadataValue]:
-    """Revenue, COI level and leakage vs α, and price traces, saved under `reports/` as PNG."""
+    """Fitted-detector profit, COI_A, leak, human harm and detector value vs α (a panel per K),
+    and the chosen action vs α̂, saved under `reports/` as PNG."""
     folder = reports / "benchmark_curves"
-    plots = {f"plot_{m}": figure_markdown(plot_metric_vs_alpha(curves, m),
-                                          folder / f"{store}-{m}.png", f"{m} vs α")
-             for m in PLOT_METRICS}  # fmt: skip
-    plots["plot_price_traces"] = figure_markdown(
-        plot_price_traces(trace_selection(traces), title=f"{store}: price traces"),
-        folder / f"{store}-price_traces.png", "price traces")  # fmt: skip
-    return plots
+    curves = tables.curves.filter(pl.col("detector") == FITTED)
+    rows = {m: curves.filter(pl.col("metric") == m) for m in PLOT_METRICS}
+    rows["detector_value"] = tables.differences.filter(
+        (pl.col("comparison") == DETECTOR_VALUE) & (pl.col("metric") == "profit")
+    ).join(curves.select("policy", "mode").unique(), on="policy", how="left")
+    figures = {name: (plot_metric_vs_alpha(frame, name), f"{name} vs α")
+               for name, frame in rows.items()}  # fmt: skip
+    figures["actions_vs_alpha_hat"] = (plot_actions_vs_alpha_hat(nominal), "action vs α̂")
+    return {f"plot_{name}": figure_markdown(fig, folder / f"{store}-{name}.png", title)
+            for name, (fig, title) in figures.items()}  # fmt: skip
 
 
 def curve_checks(
-    curves: pl.DataFrame, differences: pl.DataFrame, episodes: int, expected: int
+    tables: BenchmarkTables, episodes: int, expected: int
 ) -> list[dg.AssetCheckResult]:
-    """Every curve and paired-difference row rests on exactly `episodes` independent episode
-    seeds (training seeds averaged within a seed: a cross-join or a seed left out fails it);
-    every policy × α × metric has a row."""
+    """Every curve, paired-difference and factorial row rests on exactly `episodes` independent
+    episode seeds (training seeds averaged within a seed: a cross-join or a seed left out fails
+    it); every policy × α × K × detector × metric has a curve row."""
+    frames = {"curves": tables.curves, "differences": tables.differences,
+              "ablation": tables.ablation}  # fmt: skip
     wrong_n = {name: frame.filter(pl.col("n") != episodes).height
-               for name, frame in (("curves", curves), ("differences", differences))}  # fmt: skip
+               for name, frame in frames.items()}  # fmt: skip
     return [
         dg.AssetCheckResult(check_name=UNIT_CHECK, passed=not any(wrong_n.values()),
                             metadata={"episode_seeds": episodes,
                                       **{f"{k}_rows_with_other_n": v for k, v in wrong_n.items()}}),
-        dg.AssetCheckResult(check_name=COMPLETE_CHECK, passed=curves.height == expected,
+        dg.AssetCheckResult(check_name=COMPLETE_CHECK, passed=tables.curves.height == expected,
                             severity=dg.AssetCheckSeverity.WARN,
-                            metadata={"rows": curves.height, "expected": expected}),
+                            metadata={"rows": tables.curves.height, "expected": expected}),
     ]  # fmt: skip
 
 
 def benchmark_curves(context: dg.AssetExecutionContext, storage: StorageResource):
-    """Benchmark of one store: metric vs α per policy with Student-t 95% CIs over episode seeds,
-    training seeds averaged first (`curves.parquet`); paired defended − baseline differences
-    (`differences.parquet`); revenue-on-α OLS with seed-clustered SEs, cluster count and t CI
-    (`regression.json`); a summary and plots."""
+    """Benchmark of one store: every metric vs (α, K) per policy and detector with Student-t 95%
+    CIs over episode seeds, training seeds averaged first (`curves.parquet`); paired detector
+    value, defended − baseline and vs-static differences (`differences.parquet`); revenue-on-α
+    OLS with seed-clustered SEs (`regression.json`); regret vs the oracle (`regret.parquet`); the
+    λ × adversary factorial of the ablation tier (`ablation.parquet`); a summary and plots."""
     store, settings = context.partition_key, storage.settings()
     cfg, lake = settings.evaluation, settings.lake
     folders = {key: lake.evaluation_dir(store, key) for key in policy_grid(settings)}
     evaluation, missing = load_evaluations(folders)
     if missing:
         context.log.warning(f"benchmark of {store} lacks evaluations of {missing}")
-    curves, differences, regression = benchmark_tables(evaluation.nominal, evaluation.stress)
-    paths = save_benchmark(lake.benchmark_dir(store), store, curves, differences, regression)
+    oracle = pl.read_parquet(lake.oracle_dir(store) / ORACLE_FILE)
+    tables = benchmark_tables(evaluation.nominal, evaluation.stress, oracle,
+                              settings.training.ablation_tier)  # fmt: skip
+    paths = save_benchmark(lake.benchmark_dir(store), store, tables)
     version, artifacts = artifact_version(*paths)
-    plots = benchmark_plots(curves, evaluation.traces, settings.reports_dir, store)
+    plots = benchmark_plots(tables, evaluation.nominal, settings.reports_dir, store)
     yield dg.MaterializeResult(
         data_version=version,
-        metadata=table_metadata(curves, paths[0], **artifacts, missing_policies=str(missing),
+        metadata=table_metadata(tables.curves, paths[0], **artifacts,
+                                missing_policies=str(missing),
                                 summary=dg.MetadataValue.md(paths[-1].read_text()), **plots),
     )  # fmt: skip
-    expected = expected_curve_rows(evaluation.nominal, len(cfg.alphas))
-    yield from curve_checks(curves, differences, cfg.episodes, expected)
+    policies = evaluation.nominal["policy"].n_unique()
+    expected = expected_curve_rows(policies, len(cfg.alphas), len(cfg.agent_sessions))
+    yield from curve_checks(tables, cfg.episodes, expected)
 
 
 def build_evaluation_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:
@@ -167,12 +189,14 @@ def build_evaluation_assets(settings: Settings, grids: GridPartitions) -> list[d
     )
     curves = dg.asset(
         partitions_def=store_partitions,
-        deps=[dg.AssetDep("policy_evaluations", partition_mapping=BY_STORE)],
+        # market_oracle is partitioned by store like this asset: the identity mapping.
+        deps=[dg.AssetDep("policy_evaluations", partition_mapping=BY_STORE), "market_oracle"],
         group_name="evaluation",
         kinds={"python", "parquet", "matplotlib"},
         code_version=with_settings(
             EVALUATION_CODE,
             settings_fields(settings.evaluation, *BENCHMARK_FIELDS),
+            settings_fields(settings.training, "ablation_tier"),
             policy_grid(settings),
         ),
         check_specs=[

@@ -1,23 +1,42 @@
-"""Market group: the pricing market simulator compiled per store from its class kernels."""
+"""Market group: the pricing market simulator compiled per store from its class kernels, the COI
+erosion curves it implies and its best-fixed-action oracle."""
 
 from pathlib import Path
 
 import dagster as dg
 import gymnasium as gym
+import polars as pl
 
-from phantom_assets.assets.metadata import artifact_version, code_version_of, with_settings
+from phantom_assets.assets.metadata import (
+    artifact_version,
+    code_version_of,
+    figure_markdown,
+    settings_fields,
+    table_metadata,
+    with_settings,
+)
 from phantom_assets.assets.partitions import BY_STORE, GridPartitions, store_partitions
 from phantom_assets.assets.resources import StorageResource
 from phantom_assets.config import Settings
 from phantom_assets.constants import ACTORS, STORES
 from phantom_assets.fingerprint import load_kernel_set, load_score_calibration
+from phantom_assets.lake import (
+    EROSION_FILE,
+    EROSION_METRICS_FILE,
+    EROSION_PLOT_FILE,
+    ORACLE_FILE,
+)
 from phantom_assets.market import (
     MarketSpec,
     PricingMarketEnv,
     alpha_half_width,
     compile_market_spec,
-    valuation_w1,
+    engagement_w1,
+    erosion,
+    oracle,
+    plot_coi_erosion,
 )
+from phantom_assets.storage import write_parquet_atomic
 
 MARKET_CODE = code_version_of(
     "phantom_assets.assets.market",
@@ -27,25 +46,38 @@ MARKET_CODE = code_version_of(
 )
 ENV_CHECK = "env_passes_check_env"
 CHECK_ENV_ALPHA = 0.5  # nominal α of the env that the check builds (robust mode: every code path)
+EROSION_CHECK = "coi_a_erodes_with_k"
+ORACLE_CHECK = "oracle_profit_at_least_undefended"
+ORACLE_EDGE_CHECK = "best_levels_inside_level_grid"
+# The evaluation settings each asset computes with (the selection seeds are `seed`, `episodes`).
+EROSION_FIELDS = ("alphas", "seed", "episodes")
+ORACLE_FIELDS = ("alphas", "agent_sessions", "seed", "episodes")
 
 
 def spec_markdown(spec: MarketSpec, half_width: float, w1: float) -> str:
     """Short markdown table of the headline spec parameters."""
+    human, agent = spec.banks
     rows = {
         "products": spec.n_products,
-        "price bounds [p_low, p_high]": f"[{spec.p_low:g}, {spec.p_high:g}]",
-        "competitive cap": f"{spec.competitive_cap:g}",
+        "quote bounds [p_low, p_high]": f"[{spec.p_low:g}, {spec.p_high:g}]",
         "anchor prices": f"{spec.anchor.min():.2f} - {spec.anchor.max():.2f}",
-        "valuation human N(μ, σ)": f"N({spec.mu_human:g}, {spec.sigma_human:g})",
-        "valuation agent N(μ, σ)": f"N({spec.mu_agent:g}, {spec.sigma_agent:g})",
-        "W1(P_H, P_A)": f"{w1:.3f}",
-        "ε (W1 radius)": f"{spec.ambiguity_radius_w1:g}",
-        "α half-width ε / W1": f"{half_width:.3f}",
-        "price levels": f"{spec.n_actions} in [{min(spec.price_levels):g}, "
-        f"{max(spec.price_levels):g}]",
-        "sessions / step": spec.sessions_per_step,
-        "robust candidates": spec.robust_candidates,
-        "chain bank / class": f"{spec.chain_bank_size:,}",
+        "valuation human / agent N(μ, σ)": f"N({spec.mu_human:g}, {spec.sigma_human:g}) / "
+        f"N({spec.mu_agent:g}, {spec.sigma_agent:g})",
+        "base levels × markups m × detector δ": f"{list(spec.base_levels)} × "
+        f"{list(spec.markups)} × {list(spec.detector_strengths)}",
+        "quote noise w": f"{spec.quote_noise:g}",
+        "s0 / s_ref (from mean human engagement)": f"{spec.engagement_scale:.2f} / "
+        f"{spec.reference_engagement:.2f}",
+        "engagement at the quote, human / agent (mean)": f"{human.engagement.mean():.2f} / "
+        f"{agent.engagement.mean():.2f}",
+        "agent score f, human / agent (mean)": f"{human.score.mean():.3f} / "
+        f"{agent.score.mean():.3f}",
+        "K (nominal) / robust K": f"{spec.agent_sessions} / {list(spec.robust_agent_sessions)}",
+        "W1(s_H, s_A)": f"{w1:.3f}",
+        "ε (W1 radius) → α half-width": f"{spec.ambiguity_radius_w1:g} → {half_width:.3f}",
+        "shoppers / step": spec.shoppers_per_step,
+        "λ (leak charge)": f"{spec.lam:g}",
+        "chain bank / class": f"{human.size:,}",
         "episode steps": spec.episode_steps,
     }
     body = "\n".join(f"| {name} | {value} |" for name, value in rows.items())
@@ -53,24 +85,20 @@ def spec_markdown(spec: MarketSpec, half_width: float, w1: float) -> str:
 
 
 def market_simulators(context: dg.AssetExecutionContext, storage: StorageResource):
-    """Compiled market of one store (`spec.npz` arrays + `spec.json` scalars): the store's full
-    human and agent kernels, valuation laws, price bounds and the robust ambiguity set."""
+    """Compiled market v2 of one store (`spec.npz` arrays + `spec.json` scalars): the store's full
+    class kernels, chain banks sampled from them with quote-time engagement and the store's
+    selected agent score f precomputed, the quoting rule and action grid, and the robust (α, K)
+    ambiguity set."""
     store, settings = context.partition_key, storage.settings()
     human, agent = (load_kernel_set(settings.lake, store, actor).full for actor in ACTORS)
     calibration = load_score_calibration(settings.lake, store)  # the f the store selected
     anchor_seed = STORES.index(store)
-    spec = compile_market_spec(
-        human.probs,
-        agent.probs,
-        settings.market,
-        anchor_seed,
-        f_intercept=calibration.linear_coef[0],
-        f_slope=calibration.linear_coef[1],
-    )
+    spec = compile_market_spec(human.probs, agent.probs, settings.market, anchor_seed,
+                               f_coef=tuple(calibration.linear_coef))  # fmt: skip
     folder = settings.lake.market_dir(store)
     version, artifacts = artifact_version(*spec.save(folder))
     half_width = alpha_half_width(spec)
-    w1 = valuation_w1(spec.mu_human, spec.sigma_human, spec.mu_agent, spec.sigma_agent)
+    w1 = engagement_w1(*spec.banks)
     yield dg.MaterializeResult(
         data_version=version,
         metadata={
@@ -79,9 +107,10 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
             "alpha_half_width": half_width,
             "f_method": calibration.method,
             "f_coef": str(calibration.linear_coef),
-            "w1_valuation": w1,
+            "w1_engagement": w1,
             "ambiguity_radius_w1": spec.ambiguity_radius_w1,
             "n_products": spec.n_products,
+            "n_actions": spec.n_actions,
             "anchor_seed": anchor_seed,
             "spec": dg.MetadataValue.md(spec_markdown(spec, half_width, w1)),
         },
@@ -89,8 +118,70 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
     yield env_check_result(folder)
 
 
+def coi_erosion(context: dg.AssetExecutionContext, storage: StorageResource):
+    """COI erosion of one store: COI by class (`coi_erosion.parquet`: alpha, k, class, coi, CI, n)
+    and every erosion metric (`erosion_metrics.parquet`: COI_H, COI_A, COI, prices paid,
+    purchases by class, leak) of the undefended engine (δ = 0) and its most defended variant, per
+    α of the evaluation grid and K of `EROSION_KS`, means with Student-t 95% CIs over the
+    selection episode seeds (common random numbers); the thesis' figure."""
+    store, settings = context.partition_key, storage.settings()
+    cfg, folder = settings.evaluation, settings.lake.erosion_dir(store)
+    spec = MarketSpec.load(settings.lake.market_dir(store))
+    ks = sorted({*erosion.EROSION_KS, spec.agent_sessions})
+    table = erosion.coi_erosion(spec, cfg.alphas, ks, cfg.selection_seeds)
+    by_class = erosion.coi_by_class(table)
+    paths = (folder / EROSION_FILE, folder / EROSION_METRICS_FILE)
+    for frame, path in zip((by_class, table), paths, strict=True):
+        write_parquet_atomic(frame, path)
+    version, artifacts = artifact_version(*paths)
+    figure = plot_coi_erosion(table, erosion.closed_form_coi_a(spec, ks))
+    by_k = erosion.agent_coi_by_k(table)
+    yield dg.MaterializeResult(
+        data_version=version,
+        metadata=table_metadata(
+            by_class, paths[0], **artifacts, seeds=str(list(cfg.selection_seeds)),
+            coi_a_share=erosion.coi_a_share(table, spec.agent_sessions),
+            headline_k=spec.agent_sessions, ks=str(ks), ci_method=erosion.CI_METHOD,
+            plot=figure_markdown(figure, folder / EROSION_PLOT_FILE, "COI erosion"),
+        ),
+    )  # fmt: skip
+    yield dg.AssetCheckResult(
+        check_name=EROSION_CHECK, passed=bool(by_k["mean"][-1] <= by_k["mean"][0]),
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={f"coi_a_k{k}": mean for k, mean in zip(by_k["k"], by_k["mean"], strict=True)},
+    )  # fmt: skip
+
+
+def market_oracle(context: dg.AssetExecutionContext, storage: StorageResource):
+    """Best fixed action per (α, K) of one store's market (`oracle.parquet`): exhaustive search
+    over the action grid with common random numbers over the selection episode seeds, its mean
+    episode profit with a Student-t 95% CI, and the undefended engine's profit on the same draws:
+    the bound every policy's regret is measured against."""
+    store, settings = context.partition_key, storage.settings()
+    cfg, path = settings.evaluation, settings.lake.oracle_dir(store) / ORACLE_FILE
+    spec = MarketSpec.load(settings.lake.market_dir(store))
+    table = oracle.market_oracle(spec, cfg.alphas, cfg.agent_sessions, cfg.selection_seeds)
+    write_parquet_atomic(table, path)
+    version, artifacts = artifact_version(path)
+    yield dg.MaterializeResult(
+        data_version=version,
+        metadata=table_metadata(table, path, **artifacts, seeds=str(list(cfg.selection_seeds)),
+                                best_actions=dg.MetadataValue.md(oracle.oracle_markdown(table))),
+    )  # fmt: skip
+    shortfall = float((table["undefended_profit"] - table["profit"]).max())
+    yield dg.AssetCheckResult(check_name=ORACLE_CHECK, passed=shortfall <= 0.0,
+                              metadata={"max_undefended_minus_oracle": shortfall})  # fmt: skip
+    edges = table.filter(pl.col("level").is_in([min(spec.base_levels), max(spec.base_levels)]))
+    yield dg.AssetCheckResult(
+        check_name=ORACLE_EDGE_CHECK, passed=edges.is_empty(),
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"cells_at_grid_edge": str(edges.select("alpha", "k", "level").rows())},
+    )  # fmt: skip
+
+
 def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:
-    """`market_simulators`, versioned with the market settings it compiles."""
+    """`market_simulators`, versioned with the market settings it compiles; `coi_erosion` and
+    `market_oracle` on it, versioned with the evaluation settings they read."""
     asset = dg.asset(
         partitions_def=store_partitions,
         deps=[dg.AssetDep("transition_kernels", partition_mapping=BY_STORE), "divergence_scores"],
@@ -106,7 +197,30 @@ def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.As
             )
         ],
     )
-    return [asset(market_simulators)]
+    evaluation = settings.evaluation
+    benchmarks = [
+        (coi_erosion, EROSION_FIELDS, {"matplotlib"}, [
+            dg.AssetCheckSpec(EROSION_CHECK, asset="coi_erosion", blocking=False,
+                              description="COI_A at the largest K <= at the smallest (α max)."),
+        ]),
+        (market_oracle, ORACLE_FIELDS, set(), [
+            dg.AssetCheckSpec(ORACLE_CHECK, asset="market_oracle", blocking=True,
+                              description="The oracle is not below the undefended engine."),
+            dg.AssetCheckSpec(ORACLE_EDGE_CHECK, asset="market_oracle", blocking=False,
+                              description="No best action sits at a base-level grid edge."),
+        ]),
+    ]  # fmt: skip
+    return [asset(market_simulators)] + [
+        dg.asset(
+            partitions_def=store_partitions,
+            deps=["market_simulators"],
+            group_name="market",
+            kinds={"python", "parquet", *kinds},
+            code_version=with_settings(MARKET_CODE, settings_fields(evaluation, *fields)),
+            check_specs=checks,
+        )(body)
+        for body, fields, kinds, checks in benchmarks
+    ]
 
 
 def env_check_result(folder: Path) -> dg.AssetCheckResult:

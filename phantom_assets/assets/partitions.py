@@ -34,8 +34,10 @@ SAME_STORE = dg.MultiPartitionMapping(
 
 
 def policy_grid(settings: Settings) -> tuple[str, ...]:
-    """Tiers × training α (heuristic tiers learn nothing from α: one key each)."""
-    return tuple(policy_keys(settings.training.tiers, settings.training.train_alphas))
+    """Tiers × modes × training α (heuristic tiers learn nothing from α: one key each), with the
+    charged modes of the ablation tier (λ × adversary factorial)."""
+    training = settings.training
+    return tuple(policy_keys(training.tiers, training.train_alphas, training.ablation_tier))
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ Pure and Dagster-free; `phantom_assets.assets.lineage.collect_lineage` fills the
 an instance.
 Typical use::
 
-    decision = promotion_gate(stress, static="static-a000", failed_checks={...}, rng=rng)
+    decision = promotion_gate(stress, static="static-a050", failed_checks={...}, rng=rng,
+                              max_human_harm=0.15)
     report = CertificationReport(store, decision.candidate, decision.certified, decision.reasons,
                                  records, gate=decision.to_dict(),
                                  environment=environment_snapshot(root))
@@ -13,8 +14,22 @@ Typical use::
 """
 
 from phantom_assets.audit.environment import environment_snapshot, git_state, package_versions
-from phantom_assets.audit.gate import GATE_METHOD, GateDecision, holm_adjust, promotion_gate
-from phantom_assets.audit.pairs import SeedValues, paired_differences, per_seed, rank_candidates
+from phantom_assets.audit.gate import (
+    GATE_METHOD,
+    GateDecision,
+    holm_adjust,
+    promotion_gate,
+    select_candidates,
+)
+from phantom_assets.audit.harm import HarmBound, harm_bound
+from phantom_assets.audit.pairs import (
+    SeedValues,
+    detector_values,
+    paired_differences,
+    per_seed,
+    profit_advantages,
+    rank_candidates,
+)
 from phantom_assets.audit.records import (
     ArtifactRecord,
     CertificationReport,
@@ -34,21 +49,26 @@ __all__ = [
     "ArtifactRecord",
     "CertificationReport",
     "GateDecision",
+    "HarmBound",
     "Mismatch",
     "SeedValues",
     "SignFlipResult",
     "VerificationResult",
+    "detector_values",
     "environment_snapshot",
     "failed_blocking_checks",
     "file_digests_of",
     "git_state",
+    "harm_bound",
     "holm_adjust",
     "package_versions",
     "paired_differences",
     "per_seed",
+    "profit_advantages",
     "promotion_gate",
     "rank_candidates",
     "render_markdown",
+    "select_candidates",
     "sign_flip_test",
     "verify_records",
 ]

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from phantom_assets.audit.records import ArtifactRecord, CertificationReport
 
 SHORT_VERSION = 12
+HOLM_COLUMNS = ("policy", "profit_advantage", "detector_value", "score", "p_profit", "p_detector",
+                "p_harm", "p_value", "p_holm")  # fmt: skip
+"""The candidate table's columns (`GateDecision.candidates`), failed checks after them."""
 
 
 def _cell(value: object) -> str:
@@ -31,24 +36,58 @@ def _number(value: object) -> str:
     return f"{value:.6g}" if isinstance(value, float) else _cell(value)
 
 
-def _gate_lines(gate: dict[str, object]) -> list[str]:
+def _row(*cells: object) -> str:
+    return "| " + " | ".join(_number(cell) for cell in cells) + " |"
+
+
+def _comparison_lines(gate: dict[str, Any]) -> list[str]:
+    rows = list(gate.get("comparisons") or [])
+    reported = gate.get("profit_at_reported_alpha0")
+    if reported:
+        role = f"profit vs static engine at alpha0 = {reported['alpha0']} (reported, not decided)"
+        rows.append({**reported, "role": role})
+    if not rows:
+        return []
+    return ["", "| comparison | vs | held-out pairs | mean diff | CI | one-sided p |",
+            "|---|---|---:|---:|---|---:|",
+            *[_row(c.get("role"), c.get("reference"), c.get("n"), c.get("mean_diff"),
+                   f"[{_number(c.get('ci_low'))}, {_number(c.get('ci_high'))}]", c.get("p_value"))
+              for c in rows]]  # fmt: skip
+
+
+def _harm_lines(gate: dict[str, Any]) -> list[str]:
+    harm = gate.get("human_harm")
+    if not harm:
+        return []
+    return ["", "| human harm | held-out seeds | mean | upper bound | bound | within | "
+            "p (H0: mean >= bound) |", "|---|---:|---:|---:|---:|---|---:|",
+            _row(*(harm.get(k) for k in ("metric", "n", "mean", "upper", "bound", "within",
+                                         "p_value")))]  # fmt: skip
+
+
+def _holm_lines(gate: dict[str, Any]) -> list[str]:
+    candidates = gate.get("candidates") or []
+    if not candidates:
+        return []
+    rows = [_row(*(c.get(k) for k in HOLM_COLUMNS), ", ".join(c.get("failed_checks") or []) or None)
+            for c in candidates]  # fmt: skip
+    return [
+        "",
+        "Candidates (selection scores on the selection seeds, p-values held-out):",
+        "",
+        _row(*HOLM_COLUMNS, "failed checks"),
+        "|---" * (len(HOLM_COLUMNS) + 1) + "|",
+        *rows,
+    ]
+
+
+def _gate_lines(gate: dict[str, Any]) -> list[str]:
     if not gate:
         return ["_no gate numbers recorded_"]
-    keys = ("candidate", "baseline", "static", "metric", "n_pairs", "unit", "p_value", "method")
-    lines = ["| quantity | value |", "|---|---|"]
-    lines += [f"| {key} | {_number(gate[key])} |" for key in keys if key in gate]
-    for key in ("selection_seeds", "test_seeds"):
-        if key in gate:
-            lines.append(f"| {key} | {_cell(gate[key])} |")
-    comparisons = gate.get("comparisons") or []
-    if isinstance(comparisons, list) and comparisons:
-        lines += ["", "| vs | role | held-out pairs | mean diff | CI | one-sided p |",
-                  "|---|---|---:|---:|---|---:|"]  # fmt: skip
-        lines += [f"| {_cell(c.get('reference'))} | {_cell(c.get('role'))} | {_cell(c.get('n'))} "
-                  f"| {_number(c.get('mean_diff'))} | [{_number(c.get('ci_low'))}, "
-                  f"{_number(c.get('ci_high'))}] | {_number(c.get('p_value'))} |"
-                  for c in comparisons]  # fmt: skip
-    return lines
+    keys = ("candidate", "static", "metric", "n_pairs", "unit", "confidence", "level", "p_value",
+            "method", "selection_seeds", "test_seeds")  # fmt: skip
+    return ["| quantity | value |", "|---|---|", *[_row(k, gate[k]) for k in keys if k in gate],
+            *_comparison_lines(gate), *_harm_lines(gate), *_holm_lines(gate)]  # fmt: skip
 
 
 def _lineage_lines(records: tuple[ArtifactRecord, ...]) -> list[str]:

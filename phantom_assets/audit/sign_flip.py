@@ -52,6 +52,13 @@ class SignFlipResult:
     method: str
     confidence: float
 
+    def describe(self) -> str:
+        """The interval, mean, n and p in words (for the gate's reasons)."""
+        return (
+            f"{self.confidence:.0%} CI [{self.ci_low:.4g}, {self.ci_high:.4g}] (mean "
+            f"{self.mean_diff:.4g}, n = {self.n} seeds, one-sided p = {self.p_value:.3g})"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (an infinite bound becomes None)."""
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)

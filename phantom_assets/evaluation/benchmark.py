@@ -1,14 +1,14 @@
-"""Benchmark statistics over episode seeds: metric-vs-α curves, paired defended − baseline
-differences, OLS of revenue on α (DESIGN §5 "Benchmark curves", §12 `benchmark_curves`).
+"""Benchmark statistics over episode seeds: metric-vs-(α, K) curves, paired differences, OLS of
+revenue on α (DESIGN §5 "Benchmark curves", §12 `benchmark_curves`).
 
-The episode seed (common to every policy) is the unit of inference. `episode_seed_means` counts
-identical runs once (pitfall §10.6), then averages training-seed replicates within (policy |
-config_hash, α, [k], episode seed), so `n` = independent episode seeds and neither duplicated rows
-nor extra training seeds can shrink an interval. Curves and paired differences get Student-t
-intervals on those means; the regression a CR1 slope interval with t(G − 1) reference. Coverage is
-measured in `phantom_assets.calibration.benchmark`. Intervals are conditional on the trained
-policies (the training-seed effect is averaged, not sampled); with one episode seed they are
-undefined (NaN bounds). An optional `k` column (recon breadth) is a design key like α.
+The episode seed (common to every policy, cell and detector) is the unit of inference.
+`episode_seed_means` counts identical runs once (pitfall §10.6), then averages training-seed
+replicates within (policy | config_hash, design keys, episode seed), so `n` = independent episode
+seeds and neither duplicated rows nor extra training seeds can shrink an interval. Curves and
+paired differences get Student-t intervals on those means; the regression a CR1 slope interval
+with t(G − 1) reference. Coverage is measured in `phantom_assets.calibration.benchmark`.
+Intervals are conditional on the trained policies (the training-seed effect is averaged, not
+sampled); with one episode seed they are undefined (NaN bounds).
 """
 
 from __future__ import annotations
@@ -21,14 +21,30 @@ import polars as pl
 from scipy import stats
 
 from phantom_assets.evaluation.protocol import EPISODE_METRICS
-from phantom_assets.policies import baseline_twin, parse_policy_key
 
-CURVE_SCHEMA: dict[str, pl.DataType] = {
-    "policy": pl.String(), "tier": pl.String(), "mode": pl.String(), "alpha": pl.Float64(),
+DESIGN_KEYS: tuple[str, ...] = ("alpha", "k", "detector", "replicate")
+"""Columns a statistic is computed per, when present: the grid cell (α, K), the detector mode, and
+`replicate` (a simulation replicate: the calibration studies evaluate many in one call)."""
+_KEY_TYPES: dict[str, pl.DataType] = {
+    "alpha": pl.Float64(), "k": pl.Int64(), "detector": pl.String(), "replicate": pl.Int64(),
+}  # fmt: skip
+_STAT_TYPES: dict[str, pl.DataType] = {
     "metric": pl.String(), "mean": pl.Float64(), "ci_low": pl.Float64(), "ci_high": pl.Float64(),
     "n": pl.Int64(),
 }  # fmt: skip
-"""Contract of `benchmark_curves/curves.parquet` (DESIGN §12); `k` follows `alpha` if present."""
+CURVE_SCHEMA: dict[str, pl.DataType] = {
+    "policy": pl.String(), "tier": pl.String(), "mode": pl.String(),
+    **{key: _KEY_TYPES[key] for key in ("alpha", "k", "detector")}, **_STAT_TYPES,
+}  # fmt: skip
+"""Contract of `benchmark_curves/curves.parquet` (DESIGN §12)."""
+PAIR_COLUMNS: tuple[str, ...] = ("comparison", "policy", "detector", "reference",
+                                 "reference_detector")  # fmt: skip
+"""A paired comparison: (policy, detector) − (reference, reference_detector) per cell and seed."""
+DIFFERENCE_SCHEMA: dict[str, pl.DataType] = {
+    **dict.fromkeys(PAIR_COLUMNS, pl.String()), "alpha": pl.Float64(), "k": pl.Int64(),
+    **_STAT_TYPES,
+}  # fmt: skip
+"""Contract of `benchmark_curves/differences.parquet`."""
 
 CI_METHOD = "student_t_over_episode_seed_means"
 """How curve and paired-difference intervals are computed (for metadata)."""
@@ -44,8 +60,8 @@ def _check_level(level: float) -> None:
 
 
 def design_keys(columns: Sequence[str]) -> list[str]:
-    """Design columns a statistic is computed per: `alpha`, and `k` when present."""
-    return ["alpha", *(["k"] if "k" in columns else [])]
+    """The `DESIGN_KEYS` present in `columns`, in that order."""
+    return [key for key in DESIGN_KEYS if key in columns]
 
 
 def configuration_identity(columns: Sequence[str], pooled: bool = False) -> list[str]:
@@ -70,7 +86,7 @@ def unique_configurations(
 def episode_seed_means(
     evaluations: pl.DataFrame, metrics: Sequence[str], pooled: bool = False
 ) -> pl.DataFrame:
-    """One row per (policy | config_hash, α, [k], episode seed): runs counted once, then the
+    """One row per (policy | config_hash, design keys, episode seed): runs counted once, then the
     training seeds averaged (each with equal weight). Column `train_seeds` counts them."""
     missing = {"policy", "alpha", "seed", *metrics} - set(evaluations.columns)
     if missing or not metrics:
@@ -90,8 +106,9 @@ def _t_quantile(level: float, df: np.ndarray) -> np.ndarray:
     return np.where(df >= 1, stats.t.ppf(0.5 + level / 2.0, np.maximum(df, 1.0)), np.nan)
 
 
-def _t_intervals(long: pl.DataFrame, groups: list[str], level: float) -> pl.DataFrame:
-    """Mean and Student-t CI of `value` per group (one value per episode seed): `n` = values."""
+def t_intervals(long: pl.DataFrame, groups: list[str], level: float) -> pl.DataFrame:
+    """Mean and Student-t CI of `value` per group (one value per episode seed): `n` = values;
+    NaN bounds for a single value (the interval is undefined)."""
     out = long.group_by(groups, maintain_order=True).agg(
         mean=pl.col("value").mean(), sd=pl.col("value").std().fill_null(np.nan),
         n=pl.len().cast(pl.Int64))  # fmt: skip
@@ -102,98 +119,75 @@ def _t_intervals(long: pl.DataFrame, groups: list[str], level: float) -> pl.Data
     ).drop("sd", "half")
 
 
-def t_mean_ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
-    """(mean, ci_low, ci_high): Student-t CI of the mean of independent 1-D `values`.
-
-    Bounds are NaN for a single value (the interval is undefined).
-    """
-    _check_level(level)
-    arr = np.asarray(values, dtype=np.float64)
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"values must be a non-empty 1-D array, got shape {arr.shape}")
-    row = _t_intervals(pl.DataFrame({"g": np.zeros(arr.size), "value": arr}), ["g"], level)
-    return float(row["mean"][0]), float(row["ci_low"][0]), float(row["ci_high"][0])
-
-
-def _tier_mode(policies: Sequence[str]) -> pl.DataFrame:
-    parsed = [parse_policy_key(p) for p in policies]
-    columns = {"policy": list(policies), "tier": [k.tier for k in parsed],
-               "mode": [k.mode for k in parsed]}  # fmt: skip
-    return pl.DataFrame(columns, schema={"policy": pl.String, "tier": pl.String, "mode": pl.String})
-
-
 def benchmark_curves(
     evaluations: pl.DataFrame, metrics: Sequence[str] = EPISODE_METRICS, level: float = 0.95
 ) -> pl.DataFrame:
-    """Metric-vs-α (and k) curves: mean and Student-t CI over episode seeds per policy.
+    """Metric-vs-(α, K) curves: mean and Student-t CI over episode seeds per policy and design
+    cell (and detector).
 
     Args:
-        evaluations: protocol rows with `policy` (a policy key, or `tier`/`mode` columns given),
-            `alpha`, `seed` (episode seed), optional `train_seed` and `k`, and the metric columns.
+        evaluations: protocol rows with `policy, tier, mode, alpha, seed`, optional `train_seed`
+            and other `DESIGN_KEYS`, and the metric columns.
         metrics: metric columns to summarise.
         level: confidence level.
 
     Returns:
-        The `curves` contract frame (`CURVE_SCHEMA`, plus `k` when present) sorted by policy,
-        metric, [k,] alpha; `n` = episode seeds, NaN bounds where n = 1.
+        The `curves` contract frame (`CURVE_SCHEMA` columns, the design keys present) sorted by
+        policy, metric and the design keys; `n` = episode seeds, NaN bounds where n = 1.
     """
     _check_level(level)
     means = episode_seed_means(evaluations, metrics)
     keys = design_keys(means.columns)
     long = means.unpivot(index=["policy", *keys, "seed"], on=list(metrics),
                          variable_name="metric", value_name="value")  # fmt: skip
-    out = _t_intervals(long, ["policy", "metric", *keys], level)
-    if {"tier", "mode"} <= set(evaluations.columns):
-        labels = evaluations.select("policy", "tier", "mode").unique(subset="policy")
-    else:
-        labels = _tier_mode(sorted(set(means["policy"].to_list())))
-    columns = [*CURVE_SCHEMA]
-    columns[4:4] = keys[1:]
-    out = out.join(labels, on="policy", how="left").select(columns).cast(CURVE_SCHEMA)  # type: ignore[arg-type]
-    return out.sort("policy", "metric", *keys[::-1])
+    out = t_intervals(long, ["policy", "metric", *keys], level)
+    labels = evaluations.select("policy", "tier", "mode").unique(subset="policy")
+    columns = ["policy", "tier", "mode", *keys, *_STAT_TYPES]
+    schema = {**CURVE_SCHEMA, **_KEY_TYPES}
+    out = out.join(labels, on="policy", how="left").select(columns)
+    return out.cast({c: schema[c] for c in columns}).sort("policy", "metric", *keys)  # type: ignore[arg-type]
 
 
-def paired_difference(
-    evaluations: pl.DataFrame, defended: str, baseline: str,
-    metrics: Sequence[str] = EPISODE_METRICS, level: float = 0.95,
+def paired_differences(
+    evaluations: pl.DataFrame, pairs: pl.DataFrame, metrics: Sequence[str] = EPISODE_METRICS,
+    level: float = 0.95,
 ) -> pl.DataFrame:  # fmt: skip
-    """defended − baseline per (α, [k,] metric), paired by episode seed, with a paired t CI.
+    """(policy, detector) − (reference, reference_detector) per comparison, design cell and
+    metric, paired by episode seed, with a paired t CI.
 
-    Each policy's training seeds are averaged per episode seed first; then seeds evaluated for both
-    policies are paired one-to-one on (α, [k,] seed), so `n` = paired episode seeds.
+    Each arm's training seeds are averaged per episode seed first; then the two arms are joined
+    one-to-one on (design cell, seed), so `n` = paired episode seeds (pitfall §10.10).
+
+    Args:
+        evaluations: protocol rows with a `detector` column.
+        pairs: one row per comparison, columns `PAIR_COLUMNS`.
+        metrics: metric columns to difference.
+        level: confidence level.
 
     Returns:
-        Columns `defended, baseline, alpha, [k,] metric, mean, ci_low, ci_high, n`.
+        Columns `PAIR_COLUMNS`, the design keys other than `detector`, `metric, mean, ci_low,
+        ci_high, n`; sorted by the pair, metric and keys.
     """
     _check_level(level)
-    chosen = evaluations.filter(pl.col("policy").is_in([defended, baseline]))
-    means = episode_seed_means(chosen, metrics)
-    keys = design_keys(means.columns)
-    left = means.filter(pl.col("policy") == defended).select(*keys, "seed", *metrics)
-    right = means.filter(pl.col("policy") == baseline).select(*keys, "seed", *metrics)
-    if left.is_empty() or right.is_empty():
-        raise ValueError(f"no evaluations for {defended!r} and/or {baseline!r}")
-    joined = left.join(right, on=[*keys, "seed"], how="inner", suffix="_base", validate="1:1")
-    diffs = joined.select(*keys, "seed", *[(pl.col(m) - pl.col(f"{m}_base")).alias(m)
-                                           for m in metrics])  # fmt: skip
-    long = diffs.unpivot(index=[*keys, "seed"], on=list(metrics), variable_name="metric",
-                         value_name="value")  # fmt: skip
-    out = _t_intervals(long, [*keys, "metric"], level)
-    return out.select(pl.lit(defended).alias("defended"), pl.lit(baseline).alias("baseline"),
-                      *keys, "metric", "mean", "ci_low", "ci_high", "n",
-                      ).sort("metric", *keys[::-1])  # fmt: skip
-
-
-def defended_vs_baseline(
-    evaluations: pl.DataFrame, metrics: Sequence[str] = EPISODE_METRICS, level: float = 0.95
-) -> pl.DataFrame:
-    """`paired_difference` for every robust policy whose baseline twin (same tier, α) exists."""
-    present = set(evaluations["policy"].to_list())
-    frames = [paired_difference(evaluations, key, twin, metrics, level)
-              for key in sorted(present) if (twin := baseline_twin(key)) in present]  # fmt: skip
-    if not frames:
-        raise ValueError("no robust policy has a baseline twin in the evaluations")
-    return pl.concat(frames)
+    if missing := {*PAIR_COLUMNS} - set(pairs.columns) | {"detector"} - set(evaluations.columns):
+        raise ValueError(f"pairs/evaluations lack columns {sorted(missing)}")
+    means = episode_seed_means(evaluations, metrics)
+    keys = [k for k in design_keys(means.columns) if k != "detector"]
+    values = [*keys, "seed", *metrics]
+    arms = pairs.select(PAIR_COLUMNS).unique(maintain_order=True)
+    left = arms.join(means.select("policy", "detector", *values), on=["policy", "detector"])
+    right = means.select(*values, reference="policy", reference_detector="detector")
+    joined = left.join(right, on=["reference", "reference_detector", *keys, "seed"],
+                       how="inner", suffix="_ref", validate="m:1")  # fmt: skip
+    change = [(pl.col(m) - pl.col(f"{m}_ref")).alias(m) for m in metrics]
+    diffs = joined.select(*PAIR_COLUMNS, *keys, "seed", *change)
+    long = diffs.unpivot(index=[*PAIR_COLUMNS, *keys, "seed"], on=list(metrics),
+                         variable_name="metric", value_name="value")  # fmt: skip
+    out = t_intervals(long, [*PAIR_COLUMNS, *keys, "metric"], level)
+    columns = [*PAIR_COLUMNS, *keys, *_STAT_TYPES]
+    schema = {**DIFFERENCE_SCHEMA, **_KEY_TYPES}
+    out = out.select(columns).cast({c: schema[c] for c in columns})  # type: ignore[arg-type]
+    return out.sort(*PAIR_COLUMNS, "metric", *keys)
 
 
 @dataclass(frozen=True)
@@ -279,19 +273,20 @@ def revenue_regression(
     evaluations: pl.DataFrame, metric: str = "revenue", by: Sequence[str] = ("policy",),
     level: float = 0.95,
 ) -> pl.DataFrame:  # fmt: skip
-    """OLS of `metric` on α per group of `by` (and `k` when present), clustered by episode seed.
+    """OLS of `metric` on α per group of `by` and the other design keys present (K, detector),
+    clustered by episode seed.
 
     Rows are reduced by `episode_seed_means` (pooled: `config_hash` when present, so the same
     policy stored under two keys counts once; training seeds averaged), so `n_obs` counts
     (configuration, α, episode seed) means and `n_clusters` = G independent episode seeds.
 
     Returns:
-        Columns `by…, [k,] intercept, slope, se_intercept, se_slope, slope_ci_low, slope_ci_high,
-        slope_p_value, df, n_obs, n_clusters` (see `REGRESSION_METHOD`).
+        Columns `by…, [k, detector,] intercept, slope, se_intercept, se_slope, slope_ci_low,
+        slope_ci_high, slope_p_value, df, n_obs, n_clusters` (see `REGRESSION_METHOD`).
     """
     _check_level(level)
     means = episode_seed_means(evaluations, [metric], pooled=True)
-    groups = [*by, *(["k"] if "k" in means.columns and "k" not in by else [])]
+    groups = [*by, *(k for k in design_keys(means.columns) if k != "alpha" and k not in by)]
     if missing := set(groups) - set(means.columns):
         raise ValueError(f"evaluations lack the grouping columns {sorted(missing)}")
     frame = means.select(*groups, _cluster=pl.col("seed"), _x=pl.col("alpha").cast(pl.Float64),

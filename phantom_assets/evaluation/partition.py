@@ -1,8 +1,9 @@
 """The protocol applied to one policy partition (every training seed), its files and its check.
 
 A partition's evaluation is three tables, stored as `EVALUATION_FILES` in its folder: nominal rows
-at every grid α, stress rows (worst case around every grid α, selection and held-out test seeds)
-and the per-step price traces of episode 0.
+at every (α, K) of the grid with both detectors, stress rows (worst case around every grid α at
+the spec's nominal K, selection and held-out test seeds) and the per-step action traces of
+episode 0.
 """
 
 from __future__ import annotations
@@ -10,19 +11,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import polars as pl
 
-from phantom_assets.config import EvaluationConfig
 from phantom_assets.constants import SELECTION_SPLIT, TEST_SPLIT
-from phantom_assets.evaluation.protocol import evaluate_policy, price_traces, stress_evaluate
+from phantom_assets.evaluation.protocol import (
+    EpisodeRunner,
+    action_traces,
+    nominal_rows,
+    stress_rows,
+)
 from phantom_assets.lake import EVALUATION_FILES
-from phantom_assets.market import MarketSpec
-from phantom_assets.policies import Policy
+from phantom_assets.market import DETECTOR_MODES
 from phantom_assets.storage import write_parquet_atomic
 
-STRESS_CANDIDATES = 3  # α0 − r, α0, α0 + r: the same candidates for every policy
+if TYPE_CHECKING:
+    from phantom_assets.config import EvaluationConfig
+    from phantom_assets.market import MarketSpec
+    from phantom_assets.policies import Policy
 
 
 class PolicyEvaluation(NamedTuple):
@@ -37,19 +44,21 @@ def evaluate_policies(
     policies: Mapping[int, Policy], spec: MarketSpec, cfg: EvaluationConfig, labels: dict[str, Any]
 ) -> PolicyEvaluation:
     """Nominal, stress and trace rows of the policies of one partition (by training seed), each
-    row labelled with `labels` and its `train_seed`."""
+    row led by `labels` and its `train_seed`."""
     nominal, stress, traces = [], [], []
+    seeds, tests = cfg.selection_seeds, cfg.test_seeds
     for train_seed, policy in sorted(policies.items()):  # a handful of training seeds
         tag = [pl.lit(v).alias(k) for k, v in {**labels, "train_seed": train_seed}.items()]
-        nominal.append(evaluate_policy(policy, spec, cfg.alphas, cfg.episodes, cfg.seed)
-                       .with_columns(tag))  # fmt: skip
+        runner = EpisodeRunner(policy, spec)
+        nominal.append(nominal_rows(runner, cfg.alphas, cfg.agent_sessions, seeds)
+                       .select(*tag, pl.all()))  # fmt: skip
         stress.extend(
-            stress_evaluate(policy, spec, a0, cfg.stress_radius, cfg.episodes, cfg.seed,
-                            test_episodes=cfg.test_episodes, test_seed=cfg.test_seed,
-                            candidates=STRESS_CANDIDATES).with_columns(tag)
+            stress_rows(runner, a0, cfg.stress_radius, spec.agent_sessions, seeds, tests)
+            .select(*tag, pl.all())
             for a0 in cfg.alphas
         )  # fmt: skip
-        traces.append(price_traces(policy, spec, cfg.alphas, cfg.seed).with_columns(tag))
+        traces.append(action_traces(runner, cfg.alphas, cfg.agent_sessions, seeds[0])
+                      .select(*tag, pl.all()))  # fmt: skip
     return PolicyEvaluation(pl.concat(nominal), pl.concat(stress), pl.concat(traces))
 
 
@@ -84,30 +93,47 @@ def load_evaluations(folders: Mapping[str, Path]) -> tuple[PolicyEvaluation, lis
 class ProtocolConformance:
     """Whether a partition's rows follow the protocol (see `protocol_conformance`)."""
 
-    rows_off_alpha: int
-    common_seeds: bool
     on_grid: bool
+    common_seeds: bool
+    stress_at_nominal_k: bool
     held_out_seeds_disjoint_and_complete: bool
 
     @property
     def holds(self) -> bool:
         """True when every condition holds."""
-        return (self.rows_off_alpha == 0 and self.common_seeds and self.on_grid
+        return (self.on_grid and self.common_seeds and self.stress_at_nominal_k
                 and self.held_out_seeds_disjoint_and_complete)  # fmt: skip
 
 
-def protocol_conformance(
-    nominal: pl.DataFrame, stress: pl.DataFrame, cfg: EvaluationConfig
-) -> ProtocolConformance:
-    """Every nominal step ran at its grid α, on the grid, with the selection seeds; every stress
-    α0 has exactly the selection seeds and the held-out test seeds, which are disjoint."""
-    off_alpha = nominal.filter(pl.col("alpha_executed") != pl.col("alpha")).height
-    seeds = nominal.group_by("alpha").agg(pl.col("seed").unique().sort())
-    common = all(s == list(cfg.selection_seeds) for s in seeds["seed"].to_list())
-    on_grid = sorted(seeds["alpha"].to_list()) == sorted(float(a) for a in cfg.alphas)
-    split_seeds = stress.group_by("alpha0", "split").agg(pl.col("seed").unique().sort())
-    expected = {SELECTION_SPLIT: list(cfg.selection_seeds), TEST_SPLIT: list(cfg.test_seeds)}
-    held_out = split_seeds.height == 2 * len(cfg.alphas) and all(
-        seeds == expected[split] for split, seeds in split_seeds.select("split", "seed").rows()
+def _seed_sets(frame: pl.DataFrame, cells: list[str]) -> pl.DataFrame:
+    """Per cell: its sorted seeds and whether each occurs once."""
+    return frame.group_by(cells).agg(
+        seeds=pl.col("seed").unique().sort(), once=pl.col("seed").n_unique() == pl.len()
     )
-    return ProtocolConformance(off_alpha, common, on_grid, held_out)
+
+
+def protocol_conformance(
+    nominal: pl.DataFrame, stress: pl.DataFrame, cfg: EvaluationConfig, nominal_k: int
+) -> ProtocolConformance:
+    """Every training seed has a cell for each (α, K, detector) of the grid and nothing else;
+    each cell holds every selection seed exactly once (both detectors share them); stress rows run
+    at the spec's nominal K with, per α0 and detector, exactly the selection seeds and the
+    held-out test seeds, which are disjoint."""
+    cells = _seed_sets(nominal, ["train_seed", "alpha", "k", "detector"])
+    grid = {(float(a), int(k), d) for a in cfg.alphas for k in cfg.agent_sessions
+            for d in DETECTOR_MODES}  # fmt: skip
+    by_train = cells.partition_by("train_seed")
+    on_grid = all(set(part.select("alpha", "k", "detector").rows()) == grid for part in by_train)
+    selection = list(cfg.selection_seeds)
+    common = cells["once"].all() and all(s == selection for s in cells["seeds"].to_list())
+    splits = _seed_sets(stress, ["train_seed", "alpha0", "detector", "split"])
+    expected = {SELECTION_SPLIT: selection, TEST_SPLIT: list(cfg.test_seeds)}
+    held_out = (
+        splits.height == 2 * len(DETECTOR_MODES) * len(cfg.alphas) * len(by_train)
+        and set(splits["alpha0"]) == {float(a) for a in cfg.alphas}
+        and splits["once"].all()
+        and all(expected[split] == seeds for split, seeds in splits.select("split", "seeds").rows())
+        and not set(expected[SELECTION_SPLIT]) & set(expected[TEST_SPLIT])
+    )  # fmt: skip
+    at_k = stress.height > 0 and bool((stress["k"] == nominal_k).all())
+    return ProtocolConformance(on_grid, bool(common), at_k, held_out)

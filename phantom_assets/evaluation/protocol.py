@@ -1,24 +1,30 @@
 """The one evaluation protocol for every policy, and its stress view (DESIGN §5, pitfall §10.5).
 
-Every policy, baseline or robust, is evaluated on the *nominal* market (no adversary, the spec's λ
-so that the reported reward and leakage are comparable) at every α of the grid, for E episodes;
-episode i is reset with seed `seed + i` at every α and for every policy (common random numbers), so
-policies are compared on identical sessions and differences can be paired by seed.
+Every policy, baseline or defended, is evaluated on the *nominal* market (no adversary, the spec's
+λ so that the reported reward is comparable) at every (α, K) of the grid, with the fitted detector
+and with the permuted-f ablation, for E episodes. Episode i is reset with seed `seed + i` in every
+cell and for every policy (common random numbers): policies and both detectors see identical
+shoppers, so differences pair one-to-one on (α, K, seed). An `EpisodeRunner` runs each
+(α, K, detector, seed) episode of a policy once; the nominal rows, the stress view and the action
+traces all read from it, so a stress candidate that is also a grid cell costs nothing.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
-import gymnasium as gym
 import numpy as np
 import polars as pl
 
 from phantom_assets.constants import SELECTION_SPLIT, TEST_SPLIT
-from phantom_assets.market import MarketSpec, make_env
-from phantom_assets.policies import Policy
+from phantom_assets.market import DETECTOR_MODES, OBS_EXTRA, MarketSpec, make_env
+
+if TYPE_CHECKING:
+    import gymnasium as gym
+
+    from phantom_assets.policies import Policy
 
 logger = logging.getLogger(__name__)
 
@@ -26,92 +32,161 @@ EPISODE_METRICS: tuple[str, ...] = (
     "revenue",
     "profit",
     "reward",
-    "mean_price",
-    "coi_level",
-    "margin",
-    "leakage",
-    "volatility",
-    "supra_share",
+    "purchases",
+    "human_purchases",
+    "agent_purchases",
+    "coi_h",
+    "coi_a",
+    "coi",
+    "leak",
+    "human_harm",
+    "human_lost",
+    "false_positive_rate",
+    "mean_level",
+    "mean_markup",
+    "mean_detector",
+    "mean_alpha_hat",
 )
 """Per-episode metrics of the protocol (the `metric` values of the benchmark curves)."""
-TRACE_COLUMNS: tuple[str, ...] = (
-    "price_first",
-    "price_last",
-    "price_min",
-    "price_max",
-    "price_std",
-)
-_STEP_KEYS: tuple[str, ...] = ("revenue", "profit", "purchases", "leakage", "volatility",
-                               "supra_share", "mean_price", "alpha")  # fmt: skip
+ROW_KEYS: tuple[str, ...] = ("alpha", "k", "detector", "episode", "seed", "steps")
+"""Design columns of a protocol row, before its `EPISODE_METRICS`."""
+FITTED, PERMUTED = DETECTOR_MODES
+TRACE_COLUMNS: tuple[str, ...] = ("level", "markup", "detector_strength", "alpha_hat")
+"""Per-step columns of the action traces (after `alpha, k, step`)."""
+# Per-step `info` entries an episode keeps, then the reward and the observed α̂ (STEP_FIELDS).
+_INFO_KEYS: tuple[str, ...] = (
+    "revenue", "profit", "human_purchases", "agent_purchases", "human_premium", "agent_premium",
+    "leak", "human_lost", "human_overpay", "human_lost_spend", "human_spend_undefended",
+    "human_flagged", "agents", "level", "markup", "detector", "alpha", "k",
+)  # fmt: skip
+STEP_FIELDS: tuple[str, ...] = (*_INFO_KEYS, "reward", "alpha_hat")
+"""Columns of `EpisodeRunner.run`'s per-step arrays."""
+_AT = {name: i for i, name in enumerate(STEP_FIELDS)}
 
 
-def _check_grid(alphas: Sequence[float], episodes: int) -> np.ndarray:
+class EpisodeRunner:
+    """Episodes of one policy on the nominal market, each (α, K, detector, seed) run once.
+
+    The policy is reset before every episode, so an episode does not depend on which ran before
+    and a cached one equals a rerun.
+    """
+
+    def __init__(self, policy: Policy, spec: MarketSpec, max_steps: int | None = None) -> None:
+        """Roll `policy` out on `spec` (episodes of `max_steps`, default `spec.episode_steps`)."""
+        self.policy, self.spec = policy, spec
+        self._envs: dict[str, gym.Env] = {
+            mode: make_env(spec, detector=mode, max_episode_steps=max_steps)
+            for mode in DETECTOR_MODES
+        }
+        self._hat = 2 * spec.n_products + OBS_EXTRA.index("alpha_hat")
+        self._episodes: dict[tuple[float, int, str, int], np.ndarray] = {}
+
+    def _episode(self, alpha: float, k: int, detector: str, seed: int) -> np.ndarray:
+        env, policy, hat, keys = self._envs[detector], self.policy, self._hat, _INFO_KEYS
+        obs, _ = env.reset(seed=seed, options={"alpha": alpha, "k": k})
+        policy.reset()
+        rows: list[list[float]] = []
+        done = False
+        while not done:  # an episode is sequential: each action sees the last step
+            obs, reward, terminated, truncated, info = env.step(policy.act(obs))
+            rows.append([*map(info.__getitem__, keys), reward, obs[hat]])
+            done = terminated or truncated
+        steps = np.asarray(rows, dtype=np.float64)
+        if np.any(steps[:, _AT["alpha"]] != alpha) or np.any(steps[:, _AT["k"]] != k):
+            raise RuntimeError(f"a nominal episode at alpha={alpha}, k={k} ran at another "
+                               f"(alpha, k): an adversary in the evaluation env")  # fmt: skip
+        return steps
+
+    def run(self, alpha: float, k: int, detector: str, seeds: Sequence[int]) -> np.ndarray:
+        """(episodes, steps, `STEP_FIELDS`) arrays of the episodes reset with `seeds`.
+
+        Raises:
+            RuntimeError: if a step ran at another (α, K) than asked (an adversary).
+        """
+        if detector not in DETECTOR_MODES:
+            raise ValueError(f"detector must be one of {DETECTOR_MODES}, got {detector!r}")
+        out = []
+        for seed in seeds:  # episodes are sequential rollouts
+            key = (float(alpha), int(k), detector, int(seed))
+            if key not in self._episodes:
+                self._episodes[key] = self._episode(*key)
+            out.append(self._episodes[key])
+        return np.stack(out)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den, NaN where den = 0 (a ratio without a denominator is undefined)."""
+    safe = np.where(den > 0, den, 1.0)
+    return np.where(den > 0, num / safe, np.nan)
+
+
+def episode_metrics(steps: np.ndarray, shoppers_per_step: int) -> dict[str, np.ndarray]:
+    """`EPISODE_METRICS` of (episodes, steps, `STEP_FIELDS`) arrays, one value per episode.
+
+    Episode sums: revenue, profit, reward, purchases (by class), leak, human_lost. Ratios of
+    episode sums: coi_h = human premium / human purchases, coi_a likewise for agents, coi = both
+    premiums / all purchases, human_harm = (human overpay + lost spend) / human spend at δ = 0,
+    false_positive_rate = flagged human sessions / humans (N − agents per step). Step means:
+    mean_level, mean_markup, mean_detector, mean_alpha_hat (the α̂ the shop observed).
+    """
+    total = {name: steps[..., i].sum(axis=-1) for name, i in _AT.items()}
+    mean = {name: steps[..., _AT[name]].mean(axis=-1)
+            for name in ("level", "markup", "detector", "alpha_hat")}  # fmt: skip
+    bought = total["human_purchases"] + total["agent_purchases"]
+    humans = shoppers_per_step * steps.shape[-2] - total["agents"]
+    harmed = total["human_overpay"] + total["human_lost_spend"]
+    return {
+        **{name: total[name] for name in ("revenue", "profit", "reward")},
+        "purchases": bought,
+        **{name: total[name] for name in ("human_purchases", "agent_purchases")},
+        "coi_h": _ratio(total["human_premium"], total["human_purchases"]),
+        "coi_a": _ratio(total["agent_premium"], total["agent_purchases"]),
+        "coi": _ratio(total["human_premium"] + total["agent_premium"], bought),
+        "leak": total["leak"],
+        "human_harm": _ratio(harmed, total["human_spend_undefended"]),
+        "human_lost": total["human_lost"],
+        "false_positive_rate": _ratio(total["human_flagged"], humans),
+        **{f"mean_{name}": value for name, value in mean.items()},
+    }
+
+
+def _rows(runner: EpisodeRunner, alpha: float, k: int, detector: str, seeds: Sequence[int]):
+    steps = runner.run(alpha, k, detector, seeds)
+    n = len(seeds)
+    keys = {"alpha": np.full(n, float(alpha)), "k": np.full(n, int(k)),
+            "detector": [detector] * n, "episode": np.arange(n), "seed": np.asarray(seeds),
+            "steps": np.full(n, steps.shape[1])}  # fmt: skip
+    metrics = episode_metrics(steps, runner.spec.shoppers_per_step)
+    return pl.DataFrame({**keys, **metrics}).with_columns(
+        pl.col("k", "episode", "seed", "steps").cast(pl.Int64)
+    )
+
+
+def _check_grid(alphas: Sequence[float], ks: Sequence[int], seeds: Sequence[int]) -> None:
     grid = np.asarray(alphas, dtype=np.float64)
     if grid.ndim != 1 or grid.size == 0 or np.any((grid < 0) | (grid > 1)):
         raise ValueError(f"alphas must be a non-empty 1-D grid in [0, 1], got {alphas!r}")
-    if episodes < 1:
-        raise ValueError(f"episodes must be >= 1, got {episodes}")
-    return grid
+    if not ks or min(ks) < 1:
+        raise ValueError(f"ks (clean sessions per agent) must be a non-empty grid >= 1: {ks!r}")
+    if not seeds:
+        raise ValueError("need at least one episode seed")
 
 
-def nominal_env(spec: MarketSpec, alpha: float, max_steps: int | None = None) -> gym.Env:
-    """The evaluation market at `alpha`: no adversary, the spec's λ, the spec's episode length."""
-    return make_env(spec, alpha, robust=False, lam=spec.lam, max_episode_steps=max_steps)
+def nominal_rows(
+    runner: EpisodeRunner,
+    alphas: Sequence[float],
+    ks: Sequence[int],
+    seeds: Sequence[int],
+    detectors: Sequence[str] = DETECTOR_MODES,
+) -> pl.DataFrame:
+    """One row per (α, K, detector, episode): `ROW_KEYS` and the `EPISODE_METRICS`; episode i is
+    reset with `seeds[i]` in every cell.
 
-
-def run_episode(policy: Policy, env: gym.Env, seed: int) -> dict[str, np.ndarray]:
-    """Roll `policy` out for one episode from `env.reset(seed=seed)`: per-step arrays.
-
-    Returns:
-        `{"reward", "revenue", "profit", "purchases", "leakage", "volatility", "supra_share",
-        "mean_price", "alpha", "terminated"}`, each of length `steps` (terminated: 1 element).
+    Raises:
+        RuntimeError: if any step ran at another (α, K) than its cell's (pitfall §10.5).
     """
-    obs, _ = env.reset(seed=seed)
-    policy.reset()
-    rewards: list[float] = []
-    rows: list[tuple[float, ...]] = []
-    terminated = truncated = False
-    while not (terminated or truncated):
-        obs, reward, terminated, truncated, info = env.step(policy.act(obs))
-        rewards.append(float(reward))
-        rows.append(tuple(float(info[k]) for k in _STEP_KEYS))
-    table = np.asarray(rows, dtype=np.float64).reshape(len(rows), len(_STEP_KEYS))
-    trace: dict[str, np.ndarray] = {k: table[:, i] for i, k in enumerate(_STEP_KEYS)}
-    trace["reward"] = np.asarray(rewards)
-    trace["terminated"] = np.asarray([terminated])
-    return trace
-
-
-def episode_metrics(trace: dict[str, np.ndarray]) -> dict[str, Any]:
-    """Aggregate one episode's step arrays into the protocol metrics and a price-trace summary.
-
-    Sums: revenue, profit, reward. Purchase-weighted: coi_level = mean transacted price − p_low
-    (= profit / purchases), margin = profit / revenue. Step means: mean_price, leakage,
-    volatility, supra_share.
-    """
-    revenue, profit = float(trace["revenue"].sum()), float(trace["profit"].sum())
-    bought = float(trace["purchases"].sum())
-    prices = trace["mean_price"]
-    return {
-        "steps": int(prices.size),
-        "terminated": bool(trace["terminated"][0]),
-        "revenue": revenue,
-        "profit": profit,
-        "reward": float(trace["reward"].sum()),
-        "mean_price": float(prices.mean()),
-        "coi_level": profit / bought if bought > 0 else 0.0,
-        "margin": profit / revenue if revenue > 0 else 0.0,
-        "leakage": float(trace["leakage"].mean()),
-        "volatility": float(trace["volatility"].mean()),
-        "supra_share": float(trace["supra_share"].mean()),
-        "purchases": bought,
-        "alpha_executed": float(trace["alpha"].mean()),
-        "price_first": float(prices[0]),
-        "price_last": float(prices[-1]),
-        "price_min": float(prices.min()),
-        "price_max": float(prices.max()),
-        "price_std": float(prices.std()),
-    }
+    _check_grid(alphas, ks, seeds)
+    return pl.concat([_rows(runner, a, k, d, seeds) for a in alphas for k in ks for d in detectors])
 
 
 def evaluate_policy(
@@ -121,116 +196,86 @@ def evaluate_policy(
     episodes: int,
     seed: int,
     *,
+    ks: Sequence[int] | None = None,
+    detectors: Sequence[str] = DETECTOR_MODES,
     max_steps: int | None = None,
 ) -> pl.DataFrame:
-    """Evaluate `policy` by the protocol: one row per (α, episode).
-
-    Args:
-        policy: any `Policy`.
-        spec: the market (its λ is used for the reported reward).
-        alphas: the evaluation grid.
-        episodes: E, episodes per α.
-        seed: episode i uses seed `seed + i` (identical for every policy and every α).
-        max_steps: episode length (default `spec.episode_steps`).
-
-    Returns:
-        Columns `alpha, episode, seed`, the `EPISODE_METRICS`, `steps, terminated, purchases,
-        alpha_executed` and the `TRACE_COLUMNS` summary of the per-step mean price.
-
-    Raises:
-        RuntimeError: if any step was executed at an α other than the grid α (an adversary in
-            the evaluation env would confound the comparison, pitfall §10.5).
-    """
-    grid = _check_grid(alphas, episodes)
-    rows: list[dict[str, Any]] = []
-    for alpha in grid:  # loop over the α grid and episodes: each episode is sequential
-        env = nominal_env(spec, float(alpha), max_steps)
-        for episode in range(episodes):
-            trace = run_episode(policy, env, seed + episode)
-            if np.any(trace["alpha"] != alpha):
-                raise RuntimeError(f"evaluation at alpha={alpha} executed alpha {trace['alpha']}")
-            metrics = episode_metrics(trace)
-            rows.append({"alpha": float(alpha), "episode": episode, "seed": seed + episode,
-                         **metrics})  # fmt: skip
-    logger.info("evaluated %s: %d alphas x %d episodes", policy.tier, grid.size, episodes)
-    return pl.DataFrame(rows).with_columns(pl.col("episode", "seed").cast(pl.Int64))
+    """`nominal_rows` of `policy` for episode seeds `seed … seed + episodes − 1` at every α of
+    `alphas` and K of `ks` (default: the spec's nominal K), both detectors by default."""
+    if episodes < 1:
+        raise ValueError(f"episodes must be >= 1, got {episodes}")
+    runner = EpisodeRunner(policy, spec, max_steps)
+    seeds = range(seed, seed + episodes)
+    rows = nominal_rows(runner, alphas, ks or (spec.agent_sessions,), seeds, detectors)
+    logger.info("evaluated %s: %d rows", getattr(policy, "tier", "policy"), rows.height)
+    return rows
 
 
-def price_traces(
-    policy: Policy,
-    spec: MarketSpec,
-    alphas: Sequence[float],
-    seed: int,
-    *,
-    max_steps: int | None = None,
-) -> pl.DataFrame:
-    """Per-step mean price of episode 0 (seed `seed`) at each α: `alpha, step, mean_price`."""
-    grid = _check_grid(alphas, 1)
-    frames = []
-    for alpha in grid:
-        trace = run_episode(policy, nominal_env(spec, float(alpha), max_steps), seed)
-        steps = trace["mean_price"].size
-        frames.append(pl.DataFrame({"alpha": np.full(steps, float(alpha)),
-                                    "step": np.arange(steps, dtype=np.int64),
-                                    "mean_price": trace["mean_price"]}))  # fmt: skip
-    return pl.concat(frames)
+def stress_alphas(alpha0: float, radius: float) -> np.ndarray:
+    """The stress candidates {α0 − r, α0, α0 + r} ∩ [0, 1] (rounded, so α0 ± r lands on a grid α
+    when it is one)."""
+    if not 0 <= alpha0 <= 1 or radius < 0:
+        raise ValueError(f"need alpha0 in [0, 1] and radius >= 0: {alpha0!r}, {radius!r}")
+    candidates = np.round([alpha0 - radius, alpha0, alpha0 + radius], 10)
+    return np.unique(candidates[(candidates >= 0) & (candidates <= 1)])
 
 
-def stress_alphas(alpha0: float, radius: float, candidates: int = 5) -> np.ndarray:
-    """`candidates` evenly spaced α over [α0 − r, α0 + r] ∩ [0, 1] (duplicates removed)."""
-    if not 0 <= alpha0 <= 1 or radius < 0 or candidates < 1:
-        raise ValueError(f"need alpha0 in [0, 1], radius >= 0, candidates >= 1: "
-                         f"{alpha0!r}, {radius!r}, {candidates!r}")  # fmt: skip
-    return np.unique(np.linspace(max(0.0, alpha0 - radius), min(1.0, alpha0 + radius), candidates))
+def worst_alpha(selection: pl.DataFrame) -> float:
+    """The α of the lowest mean fitted-detector `profit` (ties: the smallest α)."""
+    means = (selection.filter(pl.col("detector") == FITTED).group_by("alpha")
+             .agg(pl.col("profit").mean()).sort("profit", "alpha"))  # fmt: skip
+    if means.is_empty():
+        raise ValueError("no fitted-detector rows to choose the worst alpha on")
+    return float(means["alpha"][0])
 
 
-def worst_case(evaluations: pl.DataFrame, metric: str = "reward") -> pl.DataFrame:
-    """Rows of the α whose mean `metric` over episodes is lowest (ties: the smallest α)."""
-    if metric not in evaluations.columns:
-        raise ValueError(f"metric {metric!r} is not a column of the evaluations")
-    means = evaluations.group_by("alpha").agg(pl.col(metric).mean()).sort(metric, "alpha")
-    worst = means["alpha"][0]
-    return evaluations.filter(pl.col("alpha") == worst).with_columns(
-        pl.lit(worst, dtype=pl.Float64).alias("worst_alpha")
-    )
-
-
-def stress_evaluate(
-    policy: Policy,
-    spec: MarketSpec,
+def stress_rows(
+    runner: EpisodeRunner,
     alpha0: float,
     radius: float,
-    episodes: int,
-    seed: int,
-    *,
-    test_episodes: int,
-    test_seed: int,
-    candidates: int = 5,
-    metric: str = "reward",
-    max_steps: int | None = None,
+    k: int,
+    selection_seeds: Sequence[int],
+    test_seeds: Sequence[int],
 ) -> pl.DataFrame:
-    """Worst case of the protocol over α ∈ [α0 − r, α0 + r] (same r for every policy).
+    """Worst case of the protocol over `stress_alphas(α0, r)` at K = `k` (same band for every
+    policy), both detectors.
 
-    Every candidate α is evaluated nominally on the selection seeds `seed …`; the worst α (lowest
-    mean `metric`) is chosen on them alone and the held-out seeds `test_seed …` are evaluated at
-    that α only, so the gate's test never sees a seed that chose anything (DESIGN §8). Rows carry
-    `split` ("selection" | "test"), `alpha0, radius, worst_alpha`, paired by seed across policies.
+    Every candidate α is evaluated on the selection seeds; the worst α (`worst_alpha`) is chosen
+    on them alone and the held-out `test_seeds` are evaluated at that α only, so the gate's test
+    never sees a seed that chose anything (DESIGN §8). Rows: the worst α's selection rows and its
+    test rows, with `split` ("selection" | "test"), `alpha0, radius, worst_alpha`.
 
     Raises:
-        ValueError: if the selection and test seed ranges overlap.
+        ValueError: if the selection and test seeds overlap.
     """
-    if seed < test_seed + test_episodes and test_seed < seed + episodes:
-        raise ValueError(f"selection seeds from {seed} and test seeds from {test_seed} overlap")
-    grid = stress_alphas(alpha0, radius, candidates)
-    frame = evaluate_policy(policy, spec, grid.tolist(), episodes, seed, max_steps=max_steps)
-    selection = worst_case(frame, metric)
-    worst = float(selection["worst_alpha"][0])
-    test = evaluate_policy(policy, spec, [worst], test_episodes, test_seed, max_steps=max_steps)
+    if set(selection_seeds) & set(test_seeds):
+        raise ValueError(f"selection seeds {list(selection_seeds)} and test seeds "
+                         f"{list(test_seeds)} overlap")  # fmt: skip
+    grid = stress_alphas(alpha0, radius).tolist()
+    candidates = nominal_rows(runner, grid, [k], selection_seeds)
+    worst = worst_alpha(candidates)
+    test = nominal_rows(runner, [worst], [k], test_seeds)
     return pl.concat(
-        [
-            selection.with_columns(pl.lit(SELECTION_SPLIT).alias("split")),
-            test.with_columns(
-                pl.lit(worst).alias("worst_alpha"), pl.lit(TEST_SPLIT).alias("split")
-            ),
-        ]
-    ).with_columns(pl.lit(float(alpha0)).alias("alpha0"), pl.lit(float(radius)).alias("radius"))
+        [candidates.filter(pl.col("alpha") == worst).with_columns(split=pl.lit(SELECTION_SPLIT)),
+         test.with_columns(split=pl.lit(TEST_SPLIT))]
+    ).with_columns(alpha0=pl.lit(float(alpha0)), radius=pl.lit(float(radius)),
+                   worst_alpha=pl.lit(worst))  # fmt: skip
+
+
+def action_traces(
+    runner: EpisodeRunner, alphas: Sequence[float], ks: Sequence[int], seed: int
+) -> pl.DataFrame:
+    """Per-step level, markup, detector strength and observed α̂ of the fitted-detector episode
+    reset with `seed` at every (α, K): `alpha, k, step` + `TRACE_COLUMNS`."""
+    frames = []
+    for alpha in alphas:  # a handful of grid cells
+        for k in ks:
+            steps = runner.run(alpha, k, FITTED, [seed])[0]
+            n = steps.shape[0]
+            frames.append(pl.DataFrame({
+                "alpha": np.full(n, float(alpha)), "k": np.full(n, int(k), dtype=np.int64),
+                "step": np.arange(n, dtype=np.int64),
+                **{column: steps[:, _AT[field]] for column, field in
+                   zip(TRACE_COLUMNS, ("level", "markup", "detector", "alpha_hat"), strict=True)},
+            }))  # fmt: skip
+    return pl.concat(frames)

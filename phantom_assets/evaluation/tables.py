@@ -1,14 +1,16 @@
 """The benchmark of one store: its tables, their summary, and the files they are stored in.
 
-Built from the protocol rows of every policy of the store (`partition.load_evaluations`): curves
-and paired defended − baseline differences for the nominal and the selection-seed stress metrics,
-and the revenue regressions. The held-out test seeds of the stress rows are the gate's alone.
+Built from the protocol rows of every policy of the store (`partition.load_evaluations`) and the
+store's oracle: curves for the nominal and the selection-seed stress metrics (both detectors),
+paired differences (`contrasts.comparison_pairs`), the revenue regressions (fitted detector),
+regret against the oracle, and the λ × adversary factorial of the ablation tier. The held-out
+test seeds of the stress rows are the gate's alone.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import polars as pl
 
@@ -17,18 +19,44 @@ from phantom_assets.evaluation.benchmark import (
     CI_METHOD,
     REGRESSION_METHOD,
     benchmark_curves,
-    defended_vs_baseline,
+    paired_differences,
     revenue_regression,
 )
-from phantom_assets.evaluation.protocol import EPISODE_METRICS
-from phantom_assets.lake import CURVES_FILE, DIFFERENCES_FILE, REGRESSION_FILE, SUMMARY_FILE
-from phantom_assets.policies import ALPHA_FREE_TIERS
+from phantom_assets.evaluation.contrasts import (
+    DETECTOR_VALUE,
+    FACTORIAL_METRICS,
+    comparison_pairs,
+    factorial_effects,
+    regret_table,
+)
+from phantom_assets.evaluation.protocol import EPISODE_METRICS, FITTED
+from phantom_assets.lake import (
+    ABLATION_FILE,
+    CURVES_FILE,
+    DIFFERENCES_FILE,
+    REGRESSION_FILE,
+    REGRET_FILE,
+    SUMMARY_FILE,
+)
+from phantom_assets.market import DETECTOR_MODES
 from phantom_assets.storage import write_bytes_atomic, write_json_atomic, write_parquet_atomic
 
 STRESS_PREFIX = "stress_"
 STRESS_METRICS: tuple[str, ...] = tuple(f"{STRESS_PREFIX}{m}" for m in EPISODE_METRICS)
 """Metric names of the stress rows in the curves and differences."""
-BENCHMARK_FILES = (CURVES_FILE, DIFFERENCES_FILE, REGRESSION_FILE, SUMMARY_FILE)
+_STATS = ("mean", "ci_low", "ci_high")
+BENCHMARK_FILES = (CURVES_FILE, DIFFERENCES_FILE, REGRESSION_FILE, REGRET_FILE, ABLATION_FILE,
+                   SUMMARY_FILE)  # fmt: skip
+
+
+class BenchmarkTables(NamedTuple):
+    """A store's benchmark (the first five `BENCHMARK_FILES`, in order)."""
+
+    curves: pl.DataFrame
+    differences: pl.DataFrame
+    regression: dict[str, Any]
+    regret: pl.DataFrame
+    ablation: pl.DataFrame
 
 
 def stress_as_curves_input(stress: pl.DataFrame) -> pl.DataFrame:
@@ -41,73 +69,109 @@ def stress_as_curves_input(stress: pl.DataFrame) -> pl.DataFrame:
 
 
 def benchmark_tables(
-    nominal: pl.DataFrame, stress: pl.DataFrame
-) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, Any]]:
-    """Curves and paired differences (nominal and selection-seed stress metrics) and the revenue
-    regressions (per policy, and pooled per mode with identical configurations counted once),
-    every statistic over episode seeds with training seeds averaged first."""
+    nominal: pl.DataFrame, stress: pl.DataFrame, oracle: pl.DataFrame, ablation_tier: str
+) -> BenchmarkTables:
+    """Every statistic of the benchmark over episode seeds, training seeds averaged first.
+
+    Args:
+        nominal: the stores' nominal protocol rows (both detectors).
+        stress: its stress rows (only the selection seeds are used).
+        oracle: the store's oracle table (`alpha, k, profit`).
+        ablation_tier: the tier trained in all four factorial modes.
+    """
     stressed = stress_as_curves_input(stress)
+    pairs = comparison_pairs(nominal.select("policy", "tier", "mode", "train_alpha"))
     curves = pl.concat([benchmark_curves(nominal), benchmark_curves(stressed, STRESS_METRICS)])
-    differences = pl.concat(
-        [defended_vs_baseline(nominal), defended_vs_baseline(stressed, STRESS_METRICS)]
-    )
+    differences = pl.concat([paired_differences(nominal, pairs),
+                             paired_differences(stressed, pairs, STRESS_METRICS)])  # fmt: skip
+    fitted = nominal.filter(pl.col("detector") == FITTED).drop("detector")
     regression = {
-        "metric": "revenue", "regressor": "alpha", "method": REGRESSION_METHOD,
-        "ci_method": CI_METHOD,
-        "by_policy": revenue_regression(nominal, by=("policy",)).to_dicts(),
-        "by_mode": revenue_regression(nominal, by=("mode",)).to_dicts(),
+        "metric": "revenue", "regressor": "alpha", "detector": FITTED,
+        "method": REGRESSION_METHOD, "ci_method": CI_METHOD,
+        "by_policy": revenue_regression(fitted, by=("policy",)).to_dicts(),
+        "by_mode": revenue_regression(fitted, by=("mode",)).to_dicts(),
     }  # fmt: skip
-    return curves, differences, regression
+    return BenchmarkTables(curves, differences, regression, regret_table(curves, oracle),
+                           factorial_effects(nominal, ablation_tier))  # fmt: skip
 
 
-def expected_curve_rows(nominal: pl.DataFrame, alphas: int) -> int:
-    """Rows of complete curves: every policy × α × metric, nominal and stress."""
-    return nominal["policy"].n_unique() * alphas * (len(EPISODE_METRICS) + len(STRESS_METRICS))
+def expected_curve_rows(policies: int, alphas: int, ks: int) -> int:
+    """Rows of complete curves: every policy × α × detector × metric, nominal at every K and
+    stress at the nominal K."""
+    per_alpha = ks * len(EPISODE_METRICS) + len(STRESS_METRICS)
+    return policies * alphas * len(DETECTOR_MODES) * per_alpha
 
 
-def summary_markdown(store: str, regression: dict[str, Any], differences: pl.DataFrame) -> str:
-    """Regression slopes per policy (with clusters and t CI) and the defended − baseline revenue
-    differences over episode seeds."""
-    lines = [f"# Benchmark {store}", "", f"Regression: {regression['method']}", "",
-             "| policy | slope (revenue/α) | CR1 SE | 95% CI (t, G−1 df) | clusters (seeds) |",
-             "|---|---:|---:|---|---:|"]  # fmt: skip
-    lines += [f"| {r['policy']} | {r['slope']:.1f} | {r['se_slope']:.1f} | "
-              f"[{r['slope_ci_low']:.1f}, {r['slope_ci_high']:.1f}] | {r['n_clusters']} |"
-              for r in regression["by_policy"]]  # fmt: skip
-    lines += ["", f"Paired differences: {regression['ci_method']}", "",
-              "| defended | baseline | α | Δ revenue | 95% CI | n seeds |",
-              "|---|---|---:|---:|---|---:|"]  # fmt: skip
-    rows = differences.filter(pl.col("metric") == "revenue").iter_rows(named=True)
-    lines += [f"| {r['defended']} | {r['baseline']} | {r['alpha']:g} | {r['mean']:.1f} | "
-              f"[{r['ci_low']:.1f}, {r['ci_high']:.1f}] | {r['n']} |" for r in rows]  # fmt: skip
+def _cell(value: float | None) -> str:
+    return "–" if value is None or value != value else f"{value:.1f}"  # NaN != NaN
+
+
+def _headline(tables: BenchmarkTables) -> list[str]:
+    """Per (policy, K): fitted profit at each α, then detector value, human harm (%) and regret
+    averaged over the α grid where defined (no human harm without humans, at α = 1)."""
+
+    def over_alphas(column: str) -> pl.Expr:
+        return pl.col(column).fill_nan(None).mean()
+
+    curves = tables.curves.filter(pl.col("detector") == FITTED)
+    profit = curves.filter(metric="profit").pivot("alpha", index=["policy", "k"], values="mean")
+    alphas = profit.columns[2:]
+    value = tables.differences.filter(comparison=DETECTOR_VALUE, metric="profit")
+    extra = [
+        value.group_by("policy", "k").agg(detector_value=over_alphas("mean")),
+        curves.filter(metric="human_harm").group_by("policy", "k")
+        .agg(human_harm=100 * over_alphas("mean")),
+        tables.regret.group_by("policy", "k").agg(regret=over_alphas("regret")),
+    ]  # fmt: skip
+    for frame in extra:
+        profit = profit.join(frame, on=["policy", "k"], how="left")
+    lines = ["| policy | K | " + " | ".join(f"profit α={float(a):g}" for a in alphas)
+             + " | detector value | human harm % | regret |",
+             "|---|---:|" + "---:|" * (len(alphas) + 3)]  # fmt: skip
+    for row in profit.sort("policy", "k").iter_rows(named=True):
+        cells = [row[a] for a in alphas] + [row[c] for c in ("detector_value", "human_harm",
+                                                              "regret")]  # fmt: skip
+        lines.append(f"| {row['policy']} | {row['k']} | " + " | ".join(map(_cell, cells)) + " |")
+    return lines
+
+
+def _ablation(ablation: pl.DataFrame) -> list[str]:
+    """Per (training α, α, K, effect): the effect on each factorial metric with its t CI."""
+    metrics = list(FACTORIAL_METRICS)
+    text = pl.format("{} [{}, {}]", *(pl.col(c).round_sig_figs(3) for c in _STATS))
+    cells = ablation.with_columns(text=text).pivot(
+        "metric", index=["train_alpha", "alpha", "k", "effect", "n"], values="text"
+    )
+    lines = ["| train α | α | K | effect | " + " | ".join(metrics) + " | n seeds |",
+             "|---:|---:|---:|---|" + "---|" * len(metrics) + "---:|"]  # fmt: skip
+    for row in cells.sort("train_alpha", "effect", "k", "alpha").iter_rows(named=True):
+        values = " | ".join(str(row.get(m) or "–") for m in metrics)
+        lines.append(f"| {row['train_alpha']:g} | {row['alpha']:g} | {row['k']} | "
+                     f"{row['effect']} | {values} | {row['n']} |")  # fmt: skip
+    return lines
+
+
+def summary_markdown(store: str, tables: BenchmarkTables) -> str:
+    """The headline table (fitted detector; detector value, human harm and regret are means over
+    the α grid) and the ablation table (effects on profit, leak and human harm with t CIs)."""
+    lines = [f"# Benchmark {store}", "", f"Nominal, fitted detector; intervals: {CI_METHOD}.",
+             "", *_headline(tables), "", "## λ × adversary ablation", ""]  # fmt: skip
+    if tables.ablation.is_empty():
+        return "\n".join([*lines, "No tier was trained in all four modes.", ""])
+    tier = tables.ablation["tier"][0]
+    lines += [f"Tier {tier}: main effects of λ and of the adversary, and their interaction "
+              f"(`contrasts.FACTORIAL_EFFECTS`), paired by episode seed.", "",
+              *_ablation(tables.ablation)]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
-def trace_selection(traces: pl.DataFrame) -> pl.DataFrame:
-    """Episode-0 price traces at the middle evaluation α of the middle-training-α policies and
-    and of the α-free tiers, first training seed only."""
-    alphas = sorted(set(traces["alpha"].to_list()))
-    train = sorted(set(traces["train_alpha"].to_list()))
-    middle = pl.col("train_alpha") == train[len(train) // 2]
-    return traces.filter(
-        (pl.col("alpha") == alphas[len(alphas) // 2])
-        & (middle | pl.col("tier").is_in(ALPHA_FREE_TIERS))
-        & (pl.col("train_seed") == pl.col("train_seed").min())
-    )
-
-
-def save_benchmark(
-    folder: Path,
-    store: str,
-    curves: pl.DataFrame,
-    differences: pl.DataFrame,
-    regression: dict[str, Any],
-) -> list[Path]:
-    """Write curves, differences, regression and summary atomically (`BENCHMARK_FILES` order);
-    return their paths."""
+def save_benchmark(folder: Path, store: str, tables: BenchmarkTables) -> list[Path]:
+    """Write the tables and the summary atomically (`BENCHMARK_FILES` order); return the paths."""
     paths = [folder / name for name in BENCHMARK_FILES]
-    write_parquet_atomic(curves, paths[0])
-    write_parquet_atomic(differences, paths[1])
-    write_json_atomic(regression, paths[2])
-    write_bytes_atomic(summary_markdown(store, regression, differences).encode(), paths[3])
+    for frame, path in zip((tables.curves, tables.differences), paths[:2], strict=True):
+        write_parquet_atomic(frame, path)
+    write_json_atomic(tables.regression, paths[2])
+    write_parquet_atomic(tables.regret, paths[3])
+    write_parquet_atomic(tables.ablation, paths[4])
+    write_bytes_atomic(summary_markdown(store, tables).encode(), paths[5])
     return paths

@@ -1,4 +1,4 @@
-"""The simulated pricing market: compiler, spec, chain banks, Gymnasium env, bench (DESIGN §5)."""
+"""The simulated market v2: chain banks, quoting, engine, env, compiler, bench (DESIGN §5)."""
 
 from phantom_assets.market.bank import (
     BankTables,
@@ -10,41 +10,88 @@ from phantom_assets.market.bank import (
     state_weights,
 )
 from phantom_assets.market.bench import bench_env
-from phantom_assets.market.compile import anchor_prices, compile_market_spec, price_levels
+from phantom_assets.market.compile import anchor_prices, chain_banks, compile_market_spec
 from phantom_assets.market.demo import demo_kernels, demo_spec
-from phantom_assets.market.env import PricingMarketEnv, make_env
-from phantom_assets.market.outcome import StepDraws, StepOutcome, draw_step, evaluate_step
+from phantom_assets.market.engine import (
+    COLUMN,
+    DETECTOR_MODES,
+    STEP_COLUMNS,
+    Engine,
+    StepDraws,
+    agent_session_share,
+    draw_step,
+    simulate_step,
+)
+from phantom_assets.market.env import OBS_EXTRA, PricingMarketEnv, engine_of, make_env
+from phantom_assets.market.erosion import (
+    EROSION_KS,
+    EROSION_METRICS,
+    EROSION_SCHEMA,
+    agent_coi_by_k,
+    closed_form_coi_a,
+    coi_a_share,
+    coi_erosion,
+)
+from phantom_assets.market.oracle import (
+    ORACLE_SCHEMA,
+    episode_draws,
+    fixed_action_profits,
+    market_oracle,
+    oracle_markdown,
+    seed_t_interval,
+)
+from phantom_assets.market.plots import plot_coi_erosion
 from phantom_assets.market.spec import (
     MarketSpec,
     alpha_half_width,
     alpha_interval,
-    candidate_alphas,
-    valuation_w1,
+    engagement_w1,
+    robust_candidates,
 )
 
 __all__ = [
+    "COLUMN",
+    "DETECTOR_MODES",
+    "EROSION_KS",
+    "EROSION_METRICS",
+    "EROSION_SCHEMA",
+    "OBS_EXTRA",
+    "ORACLE_SCHEMA",
+    "STEP_COLUMNS",
     "BankTables",
     "ChainBank",
+    "Engine",
     "MarketSpec",
     "PricingMarketEnv",
     "StepDraws",
-    "StepOutcome",
+    "agent_coi_by_k",
+    "agent_session_share",
     "alpha_half_width",
     "alpha_interval",
     "anchor_prices",
     "bank_tables",
     "bench_env",
     "build_chain_bank",
-    "candidate_alphas",
+    "chain_banks",
+    "closed_form_coi_a",
+    "coi_a_share",
+    "coi_erosion",
     "compile_market_spec",
     "demo_kernels",
     "demo_spec",
     "detector_gaps",
     "detector_scores",
     "draw_step",
-    "evaluate_step",
+    "engagement_w1",
+    "engine_of",
+    "episode_draws",
+    "fixed_action_profits",
     "make_env",
-    "price_levels",
+    "market_oracle",
+    "oracle_markdown",
+    "plot_coi_erosion",
+    "robust_candidates",
+    "seed_t_interval",
+    "simulate_step",
     "state_weights",
-    "valuation_w1",
 ]

@@ -1,8 +1,13 @@
-"""Per-class banks of pre-sampled event chains with precomputed statistics (DESIGN §5).
+"""Per-class banks of pre-sampled event chains with their quote-time statistics (DESIGN §5 v2).
 
-Event chains do not depend on prices, so the env samples a large bank per class at every reset and
-each step only *indexes* it. Every chain carries its detector score f, demand weight, cart count
-and whether it ends in a purchase.
+Event chains do not depend on prices, so each class's chains are sampled once when the market is
+compiled and every step only *indexes* the bank. A session is quoted when it views the product and
+the cart locks that price: the quoted view is the last `view_item_page` before the first
+`add_item_to_cart` (a session that never adds: its last view; one that adds without a view: the add;
+one with neither: its end). Every chain carries what the engine and the shop see at that moment:
+the engagement s accumulated before the quoted view (the demand-proxy weights of its events,
+DESIGN §5 G(α)), the running agent score f on the prefix up to and including it, and the chain's
+whole demand weight.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from phantom_assets.constants import CART_EVENTS, DEMAND_WEIGHTS, END_TOKEN, START_TOKEN
+from phantom_assets.constants import DEMAND_WEIGHTS, END_TOKEN, START_TOKEN
 from phantom_assets.contamination.chains import (
     PAD,
     InverseCdf,
@@ -23,32 +28,44 @@ from phantom_assets.contamination.chains import (
 
 PROB_FLOOR: float = 1e-12
 """Kernel probabilities are floored here before the log, so unseen transitions stay finite."""
+QUOTED_VIEW: str = "view_item_page"
+"""A session is quoted when it views the product..."""
+CART_LOCK: str = "add_item_to_cart"
+"""...and the cart locks that price: the quote is the last product view before the first add."""
 
 
 @dataclass(frozen=True)
 class ChainBank:
-    """Statistics of pre-sampled chains of one class (all arrays have one entry per chain).
+    """Quote-time statistics of pre-sampled chains of one class (one entry per chain).
 
     Attributes:
-        f: detector score σ((Δ_H − Δ_A)/T) of the chain.
-        weight: demand weight Σ w(event) of the chain's events.
-        n_cart: number of cart-like events.
-        reaches_cart: the chain contains add_item_to_cart.
-        buys: the chain contains purchase_complete, or add_item_to_cart followed by checkout_start.
-        lengths: number of events.
+        engagement: s, demand weight of the events before the quoted event (≥ 0).
+        score: f, agent probability σ(a + b·gap) of the prefix up to and including the quoted
+            event (the whole chain when it is never quoted in-chain).
+        weight: demand weight of the whole chain (the demand proxy it contributes).
     """
 
-    f: np.ndarray
+    engagement: np.ndarray
+    score: np.ndarray
     weight: np.ndarray
-    n_cart: np.ndarray
-    reaches_cart: np.ndarray
-    buys: np.ndarray
-    lengths: np.ndarray
+
+    def __post_init__(self) -> None:
+        """Coerce to read-only float64 arrays of one length."""
+        sizes = set()
+        for name in ("engagement", "score", "weight"):
+            arr = np.array(getattr(self, name), dtype=np.float64, copy=True)
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
+            sizes.add(arr.shape)
+        if len(sizes) != 1 or len(next(iter(sizes))) != 1 or not self.size:
+            raise ValueError(f"bank arrays must be 1-D, non-empty and of one length: {sizes}")
+        if np.any(self.engagement < 0) or np.any((self.score < 0) | (self.score > 1)):
+            raise ValueError("bank engagement must be >= 0 and scores in [0, 1]")
 
     @property
     def size(self) -> int:
         """Number of chains in the bank."""
-        return int(self.f.size)
+        return int(self.engagement.size)
 
 
 def detector_gaps(
@@ -59,12 +76,13 @@ def detector_gaps(
     start: int = 0,
     end: int | None = None,
 ) -> np.ndarray:
-    """Δ_H − Δ_A of each chain from its own empirical transitions, vectorized.
+    """Δ_H − Δ_A of each whole chain from its own empirical transitions, vectorized.
 
     With the session's empirical kernel T̂_τ and visit weights w_a,
     Δ_Y = Σ_a w_a/Σw · KL(T̂_τ[a] ‖ K_Y[a]); the entropy term cancels in the difference, leaving the
     mean over the chain's transitions (including `<start>`→first and last→`<end>`) of
-    log K_A[a, b] − log K_H[a, b].
+    log K_A[a, b] − log K_H[a, b]. (The reference implementation the bank's prefix scores are
+    tested against.)
 
     Args:
         codes: (n, L) int state indices padded with `PAD` (as from `sample_chains`).
@@ -86,9 +104,7 @@ def detector_gaps(
     seq[np.arange(n), np.asarray(lengths, dtype=np.int64) + 1] = stop
     src, dst = seq[:, :-1], seq[:, 1:]
     valid = dst != PAD
-    llr = np.log(np.maximum(kernel_agent, PROB_FLOOR)) - np.log(
-        np.maximum(kernel_human, PROB_FLOOR)
-    )
+    llr = _llr(kernel_human, kernel_agent)
     terms = np.where(valid, llr[np.where(valid, src, 0), np.where(valid, dst, 0)], 0.0)
     return terms.sum(axis=1) / valid.sum(axis=1)
 
@@ -99,13 +115,16 @@ def detector_scores(
     kernel_human: np.ndarray,
     kernel_agent: np.ndarray,
     f_coef: tuple[float, float] = (0.0, 1.0),
-    start: int = 0,
-    end: int | None = None,
 ) -> np.ndarray:
-    """Agent probability f = σ(a + b·(Δ_H − Δ_A)) of each chain (see `detector_gaps`);
+    """Agent probability f = σ(a + b·(Δ_H − Δ_A)) of each whole chain (see `detector_gaps`);
     `f_coef` = (a, b), (0, 1/T) for the temperature score."""
-    gaps = detector_gaps(codes, lengths, kernel_human, kernel_agent, start, end)
-    return expit(f_coef[0] + f_coef[1] * gaps)
+    return expit(f_coef[0] + f_coef[1] * detector_gaps(codes, lengths, kernel_human, kernel_agent))
+
+
+def _llr(kernel_human: np.ndarray, kernel_agent: np.ndarray) -> np.ndarray:
+    return np.log(np.maximum(kernel_agent, PROB_FLOOR)) - np.log(
+        np.maximum(kernel_human, PROB_FLOOR)
+    )
 
 
 def state_weights(states: tuple[str, ...]) -> np.ndarray:
@@ -116,12 +135,6 @@ def state_weights(states: tuple[str, ...]) -> np.ndarray:
     return np.array([DEMAND_WEIGHTS.get(s, 0.0) for s in states], dtype=np.float64)
 
 
-_FIELD_BITS = 12  # packed per-chain counters: 4 fields x 12 bits < 53 bits (exact in float64)
-_FIELD_MASK = (1 << _FIELD_BITS) - 1
-MAX_BANK_CHAIN_LEN: int = (1 << _FIELD_BITS) // 8 - 1
-"""Longest chain the packed counters support (8 x the doubled top demand weight must fit)."""
-
-
 @dataclass(frozen=True)
 class BankTables:
     """Per-class lookup tables for `build_chain_bank`, built once per kernel pair.
@@ -129,16 +142,18 @@ class BankTables:
     Attributes:
         sampler: inverse-CDF sampler of the generating kernel.
         llr: (S·S,) log K_A − log K_H per move (source·S + destination).
-        packed: (S·S,) per move: 1 transition, 2·w(dst), cart(dst), purchase(dst), 12 bits each.
-        kind: (S·S,) 1 if the move lands on add_item_to_cart, 2 on checkout_start, else 0.
+        weight: (S·S,) demand weight of each move's destination.
+        views: (S·S,) True where the move lands on the quoted view event.
+        locks: (S·S,) True where the move lands on the cart-lock event.
         start: index of `<start>`.
         end: index of `<end>`.
     """
 
     sampler: InverseCdf
     llr: np.ndarray
-    packed: np.ndarray
-    kind: np.ndarray
+    weight: np.ndarray
+    views: np.ndarray
+    locks: np.ndarray
     start: int
     end: int
 
@@ -159,21 +174,12 @@ def bank_tables(
         validate_kernel(np.asarray(matrix, dtype=np.float64), name, n_states=len(states))
     n_states = len(states)
     dst = np.tile(np.arange(n_states), n_states)
-    is_cart = np.isin(np.arange(n_states), [states.index(e) for e in CART_EVENTS])
-    purchase = np.arange(n_states) == states.index("purchase_complete")
-    fields = (np.ones(n_states), 2.0 * state_weights(states), is_cart, purchase)
-    per_dst = sum(np.asarray(v, dtype=np.int64) << (_FIELD_BITS * i) for i, v in enumerate(fields))
-    kind = np.zeros(n_states, dtype=np.int8)
-    kind[states.index("add_item_to_cart")] = 1
-    kind[states.index("checkout_start")] = 2
-    llr = np.log(np.maximum(kernel_agent, PROB_FLOOR)) - np.log(
-        np.maximum(kernel_human, PROB_FLOOR)
-    )
     return BankTables(
         sampler=sampling_cdf(kernel, start, end),
-        llr=llr.ravel(),
-        packed=per_dst[dst].astype(np.float64),
-        kind=kind[dst],
+        llr=_llr(kernel_human, kernel_agent).ravel(),
+        weight=state_weights(states)[dst],
+        views=dst == states.index(QUOTED_VIEW),
+        locks=dst == states.index(CART_LOCK),
         start=start,
         end=end,
     )
@@ -186,21 +192,23 @@ def build_chain_bank(
     max_len: int = 64,
     f_coef: tuple[float, float] = (0.0, 1.0),
 ) -> ChainBank:
-    """Sample `size` chains and compute their statistics without a padded event matrix.
+    """Sample `size` chains and compute their quote-time statistics without an event matrix.
 
-    Each transition of the walk (`iter_transitions`) becomes one record (chain, move); per-chain
-    statistics are `np.bincount` sums of per-move table values. For the same generator state the
-    chains are exactly those of `sample_chains`, and `f` equals `detector_scores` on them.
+    Each transition of the walk (`iter_transitions`, in position order) becomes one record
+    (chain, move); per-chain statistics are `np.bincount` sums over the records before (engagement)
+    or up to (score) each chain's quoted view. For the same generator state the chains are those
+    of `sample_chains`, and a chain that is never quoted in-chain gets `detector_gaps`' score.
 
     Args:
         tables: the class's `bank_tables`.
         size: number of chains.
         rng: randomness source.
-        max_len: maximum events per chain (at most `MAX_BANK_CHAIN_LEN`).
-        f_coef: (a, b) of f = σ(a + b·gap), as in `detector_scores`.
+        max_len: maximum events per chain.
+        f_coef: (a, b) of f = σ(a + b·gap): (0, 1/T) for the temperature score, the logistic fit
+            otherwise.
     """
-    if not 1 <= max_len <= MAX_BANK_CHAIN_LEN:
-        raise ValueError(f"max_len must be in [1, {MAX_BANK_CHAIN_LEN}], got {max_len}")
+    if size < 1 or max_len < 1:
+        raise ValueError(f"size and max_len must be >= 1, got {size}, {max_len}")
     n_states = tables.sampler.cdf.shape[0]
     chain_parts: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
     move_parts: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
@@ -209,35 +217,28 @@ def build_chain_bank(
     ):
         chain_parts.append(chains)
         move_parts.append(src * n_states + dst)
-    # One record per transition, in position order.
     chain, move = np.concatenate(chain_parts), np.concatenate(move_parts)
-    packed = np.bincount(chain, weights=tables.packed[move], minlength=size).astype(np.int64)
-    n_trans, weight2, n_cart, n_purchase = (
-        (packed >> (_FIELD_BITS * i)) & _FIELD_MASK for i in range(4)
-    )
-    llr_sum = np.bincount(chain, weights=tables.llr[move], minlength=size)
-    reaches_cart, checkout_after_add = _cart_flags(chain, tables.kind[move], size)
+    record = np.arange(chain.size)
+    lock_at = _first_record(chain, np.flatnonzero(tables.locks[move]), size, chain.size)
+    views = np.flatnonzero(tables.views[move] & (record < lock_at[chain]))
+    last_view = _first_record(chain, views[::-1], size, -1)
+    # No view before the lock: quoted at the lock; neither: at the end (after every record).
+    quote_at = np.where(last_view >= 0, last_view, lock_at)
+    before = record < quote_at[chain]
+    prefix = record <= quote_at[chain]
+    weights = tables.weight[move]
+    llr_sum = np.bincount(chain, weights=np.where(prefix, tables.llr[move], 0.0), minlength=size)
+    n_prefix = np.bincount(chain, weights=prefix, minlength=size)
     return ChainBank(
-        f=expit(f_coef[0] + f_coef[1] * llr_sum / np.maximum(n_trans, 1)),
-        weight=weight2 / 2.0,
-        n_cart=n_cart,
-        reaches_cart=reaches_cart,
-        buys=(n_purchase > 0) | checkout_after_add,
-        lengths=n_trans - 1,
+        engagement=np.bincount(chain, weights=np.where(before, weights, 0.0), minlength=size),
+        score=expit(f_coef[0] + f_coef[1] * llr_sum / np.maximum(n_prefix, 1)),
+        weight=np.bincount(chain, weights=weights, minlength=size),
     )
 
 
-def _cart_flags(chain: np.ndarray, kind: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per chain: (has an add_item_to_cart, has a checkout_start after its first add).
-
-    Records are in position order, so a record's index orders it in time.
-    """
-    adds = np.flatnonzero(kind == 1)
-    first_add = np.full(size, chain.size)
-    chains_with_add, first = np.unique(chain[adds], return_index=True)
-    first_add[chains_with_add] = adds[first]
-    checkouts = np.flatnonzero(kind == 2)[::-1]
-    last_checkout = np.full(size, -1)
-    chains_with_checkout, last = np.unique(chain[checkouts], return_index=True)
-    last_checkout[chains_with_checkout] = checkouts[last]
-    return first_add < chain.size, last_checkout > first_add
+def _first_record(chain: np.ndarray, records: np.ndarray, size: int, missing: int) -> np.ndarray:
+    """Per chain, the first of `records` (in the given order) that belongs to it, else `missing`."""
+    first = np.full(size, missing)
+    chains, index = np.unique(chain[records], return_index=True)
+    first[chains] = records[index]
+    return first

@@ -1,8 +1,8 @@
 """The env throughput benchmark.
 
 `bench_env` is what `phantom bench env` prints: steps per second of the nominal and the robust env
-on the demo market in the standard configuration (10 products, 100 sessions/step, 9 actions,
-5 robust candidates).
+on the demo market in the standard configuration (10 products, 100 shoppers/step, 45 actions,
+robust: 3 α × 3 K candidates on common random numbers).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 
 from phantom_assets.market.demo import demo_spec
 from phantom_assets.market.env import make_env
-from phantom_assets.market.spec import MarketSpec, alpha_half_width
+from phantom_assets.market.spec import MarketSpec, alpha_half_width, robust_candidates
 
 logger = logging.getLogger(__name__)
 
@@ -60,10 +60,12 @@ def bench_env(steps: int = 5000, seed: int = 0) -> dict[str, Any]:
         "reset_ms": robust["reset_ms"],
         "config": {
             "n_products": spec.n_products,
-            "sessions_per_step": spec.sessions_per_step,
+            "shoppers_per_step": spec.shoppers_per_step,
             "n_actions": spec.n_actions,
-            "robust_candidates": spec.robust_candidates,
-            "chain_bank_size": spec.chain_bank_size,
+            "robust_candidates": int(robust_candidates(spec, 0.5)[0].size),
+            "agent_sessions": spec.agent_sessions,
+            "robust_agent_sessions": list(spec.robust_agent_sessions),
+            "chain_bank_size": spec.banks[0].size,
             "episode_steps": spec.episode_steps,
             "alpha": 0.5,
             "alpha_half_width": alpha_half_width(spec),

@@ -22,11 +22,14 @@ from phantom_assets.constants import (
 from phantom_assets.market.compile import compile_market_spec
 from phantom_assets.market.spec import MarketSpec
 
-# Destination propensities by class: humans dwell (hover) and browse, agents search/filter/view.
+# Destination propensities by class, shaped like the demo stores' fitted kernels: humans dwell
+# (hover) and browse before they view a product (engagement at the quote ≈ 22), agents search,
+# filter and view at once (≈ 6); agent score f ≈ 0.2 for human and ≈ 0.8 for agent chains.
 _HUMAN_TASTE: dict[str, float] = {
     **dict.fromkeys(NAVIGATION_EVENTS, 2.0),
     **dict.fromkeys(FILTER_EVENTS, 0.3),
-    **dict.fromkeys(HOVER_EVENTS, 1.2),
+    **dict.fromkeys(HOVER_EVENTS, 5.0),
+    "view_item_page": 0.5,
     "session_start": 0.05,
     "add_item_to_cart": 0.8,
     "remove_item": 0.1,
@@ -34,8 +37,9 @@ _HUMAN_TASTE: dict[str, float] = {
 }
 _AGENT_TASTE: dict[str, float] = {
     **dict.fromkeys(NAVIGATION_EVENTS, 1.5),
-    **dict.fromkeys(FILTER_EVENTS, 1.4),
+    **dict.fromkeys(FILTER_EVENTS, 1.0),
     **dict.fromkeys(HOVER_EVENTS, 0.08),
+    "view_item_page": 4.0,
     "learn_more_about_item": 0.2,
     "session_start": 0.05,
     "add_item_to_cart": 0.4,
@@ -76,13 +80,12 @@ def demo_kernels(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 def demo_spec(seed: int = 0, config: MarketConfig | None = None, **overrides: Any) -> MarketSpec:
-    """The market compiled from the demo kernels (agents value less than humans).
+    """The market compiled from the demo kernels, scored with the temperature f (T = 1).
 
     Args:
-        seed: seeds the kernel noise and the per-product anchors.
+        seed: seeds the kernel noise, the per-product anchors and the chain banks.
         config: market configuration (defaults to `MarketConfig()`).
-        **overrides: any `MarketSpec` field.
+        **overrides: any `MarketSpec` field (or `f_coef`).
     """
     human, agent = demo_kernels(seed)
-    fields = {"kernel_human": human, "kernel_agent": agent, **overrides}
-    return compile_market_spec(config=config or MarketConfig(), anchor_seed=seed, **fields)
+    return compile_market_spec(human, agent, config or MarketConfig(), seed, **overrides)

@@ -1,4 +1,4 @@
-"""`PricingMarketEnv`: the simulated storefront market as a Gymnasium env (DESIGN §5)."""
+"""`PricingMarketEnv`: the market v2 storefront as a Gymnasium env (DESIGN §5)."""
 
 from __future__ import annotations
 
@@ -9,52 +9,69 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.wrappers import TimeLimit
 
-from phantom_assets.market.bank import ChainBank, bank_tables, build_chain_bank
-from phantom_assets.market.outcome import StepOutcome, draw_step, evaluate_step
-from phantom_assets.market.spec import MarketSpec, alpha_half_width, candidate_alphas
+from phantom_assets.market.engine import (
+    COLUMN,
+    DETECTOR_MODES,
+    STEP_COLUMNS,
+    Engine,
+    StepResult,
+    agent_session_share,
+    decoy_scores,
+    draw_step,
+    simulate_step,
+)
+from phantom_assets.market.spec import MarketSpec, alpha_half_width, robust_candidates
+
+OBS_EXTRA: tuple[str, ...] = ("score_mean", "alpha_hat", "low_engagement_share", "markup",
+                              "detector")  # fmt: skip
+"""Observation entries after the per-product demand shares and base prices."""
+
+
+def engine_of(spec: MarketSpec) -> Engine:
+    """The spec's quoting rule and constants."""
+    return Engine(
+        anchor=np.asarray(spec.anchor), p_low=spec.p_low, p_high=spec.p_high,
+        noise=spec.quote_noise, s0=spec.engagement_scale, s_ref=spec.reference_engagement,
+        mu=(spec.mu_human, spec.mu_agent), sigma=(spec.sigma_human, spec.sigma_agent),
+        banks=spec.banks,
+    )  # fmt: skip
 
 
 class PricingMarketEnv(gym.Env):
-    """Agent-aware dynamic pricing of `n` products against a human/agent session mix.
+    """Session-based pricing of `n` products against shoppers, a share α of whom send agents.
 
     ## Action Space
-    `Discrete(n_actions)`: action `a` sets the target price scale `spec.price_levels[a]`
-    (default 9 levels in [0.8, 1.2]); the executed scale is smoothed,
-    `s_t = smoothing·s_{t−1} + (1 − smoothing)·level`, and prices are
-    `clip(anchor·s_t, p_low, p_high)`.
+    `Discrete(levels × markups × strengths)` (default 5 × 3 × 3): `spec.action_values(a)` gives
+    (base level, engagement markup m, detector strength δ). Every session that reaches the quote
+    is quoted `clip(anchor·level·(1 + m·g(s_eff))·(1 + w·u), p_low, p_high)`,
+    `g(s) = 1 − exp(−s/s0)`, `s_eff = max(s, δ·f·s_ref)`, with s the session's engagement before
+    the quote and f its running agent score (`market.bank`).
 
     ## Observation Space
-    `Box(0, 1, (2·n + 1,), float32)`, in this order:
-    `[0:n]` demand-proxy shares per product of the last step (zeros when nothing was demanded),
-    `[n:2n]` current prices normalised as (p − p_low)/(p_high − p_low),
-    `[2n]` mean detector score f̄ of the last step's sampled sessions (estimated from their chains
-    with the fitted kernels). The true α is never observed (pitfall §10.3).
+    `Box(0, 1, (2n + 5,), float32)`: `[0:n]` demand-proxy shares per product of the last step,
+    `[n:2n]` current base prices as (p − p_low)/(p_high − p_low), then mean f of the last step's
+    sessions, the debiased α̂ = (f̄ − E[f|H])/(E[f|A] − E[f|H]) (it estimates the agent *session*
+    share, which K inflates), the share of last step's purchases made in low-engagement sessions
+    (s < s0), and the current m and δ as fractions of their grid maxima. Never the true α or K.
 
     ## Rewards
-    `profit − λ·f̄_buy·info_value·B − η_ux·B·(volatility + ½·upward volatility)
-    − supra_penalty·B·supra_share` with `B = max(cost_floor, 1)`, where f̄_buy = Σ f over the
-    sessions that buy / N: the detector-weighted share of transactions, i.e. the information
-    value that actually leaks (reported as `info["leakage"]`). Unlike the all-session f̄, it
-    depends on prices -- pricing above agents' valuations keeps them from buying at the floor --
-    so λ can steer a policy (the all-session f̄ of DESIGN §5 is the same for every action).
-    `profit = Σ (p − p_low)·purchases`, volatility the mean relative price change |Δp|/anchor
-    (upward: positive changes only), and supra_share the share of products priced above the
-    competitive cap.
-    In robust mode the step is executed at the worst (minimum-reward) candidate α of the ambiguity
-    interval, all candidates evaluated with common random numbers; `info["candidate_rewards"]` lists
-    them and the executed reward is exactly the selected one.
+    `profit − η_ux·|Δ level| − λ·leak`, profit = Σ (p_paid − p_low) over purchases. λ = 0 by
+    default: the leak is measured (`info["leak"]`), not charged. In robust mode the step is
+    executed at the worst (minimum-reward) (α, K) candidate, all candidates on the same draws;
+    `info["candidate_rewards"]` lists them.
 
     ## Starting State
-    Prices at the anchor (scale 1). Fresh chain banks are sampled per class and one warm-up step at
-    the nominal α (no reward) fills the demand shares and f̄.
+    Base level, markup at the grid middle, δ = 0 (the undefended engine); one warm-up step there
+    (no reward) fills the observation.
 
     ## Episode End
-    Terminated after `spec.patience` consecutive steps with margin profit/revenue below
-    `spec.margin_floor`. Truncation comes from `max_episode_steps` (see `make_env`).
+    Never terminates; truncation comes from `max_episode_steps` (see `make_env`).
 
     ## Arguments
-    `spec` (MarketSpec), `alpha` (nominal agent share in [0, 1]), `robust` (adversarial α),
-    `lam` (overrides `spec.lam`). `reset(options={"alpha": a})` overrides α for one episode.
+    `spec`; `alpha` (share of shoppers sending an agent); `k` (clean sessions per agent, default
+    `spec.agent_sessions`); `robust`; `lam` (default `spec.lam`); `detector` ("fitted" or the
+    "permuted" ablation, nominal only). `reset(options={"alpha": a, "k": k})` overrides them for
+    one episode.
     """
 
     metadata = {"render_modes": []}  # noqa: RUF012 -- Gymnasium's class attribute
@@ -63,132 +80,125 @@ class PricingMarketEnv(gym.Env):
         self,
         spec: MarketSpec,
         alpha: float = 0.0,
+        k: int | None = None,
         *,
         robust: bool = False,
         lam: float | None = None,
+        detector: str = "fitted",
     ) -> None:
         """Build the env; see the class docstring for the arguments."""
         super().__init__()
+        if detector not in DETECTOR_MODES:
+            raise ValueError(f"detector must be one of {DETECTOR_MODES}, got {detector!r}")
+        if robust and detector != "fitted":
+            raise ValueError("the permuted-f ablation is a nominal evaluation (robust=False)")
         self.market = spec
         self.base_alpha = _check_alpha(alpha)
-        self.robust = bool(robust)
+        self.base_k = _check_k(spec.agent_sessions if k is None else k)
+        self.robust, self.detector = bool(robust), detector
         self.lam = float(spec.lam if lam is None else lam)
         if self.lam < 0:
             raise ValueError(f"lam must be >= 0, got {self.lam!r}")
         n = spec.n_products
-        self.action_space = spaces.Discrete(spec.n_actions)
-        self.observation_space = spaces.Box(0.0, 1.0, shape=(2 * n + 1,), dtype=np.float32)
-        self._levels = np.asarray(spec.price_levels, dtype=np.float64)
-        self._b = max(spec.cost_floor, 1.0)
+        self._n_actions = spec.n_actions
+        self.action_space = spaces.Discrete(self._n_actions)
+        self.observation_space = spaces.Box(0.0, 1.0, shape=(2 * n + len(OBS_EXTRA),),
+                                            dtype=np.float32)  # fmt: skip
+        self.engine = engine_of(spec)
         self.half_width = alpha_half_width(spec)
-        fitted = (spec.kernel_human, spec.kernel_agent)
-        self._tables = tuple(bank_tables(k, *fitted, spec.states) for k in fitted)
-        self.alpha = self.base_alpha
-        self._candidates = np.array([self.alpha])
-        self._banks: tuple[ChainBank, ChainBank] | None = None
-        self._scale = 1.0
-        self._prices = self._price(1.0)
-        self._obs = np.zeros(2 * n + 1, dtype=np.float32)
-        self._below_floor = 0
+        self._reference = {d: self.engine.human_reference_markup(d)
+                           for d in spec.detector_strengths}  # fmt: skip
+        human, agent = spec.banks
+        self._score_means = (float(human.score.mean()), float(agent.score.mean()))
+        self._bank_sizes = (human.size, agent.size)
+        self._price_span = spec.p_high - spec.p_low
+        self._maxima = (max(max(spec.markups), 1e-12), max(max(spec.detector_strengths), 1e-12))
+        self.alpha, self.k = self.base_alpha, self.base_k
+        self._alphas, self._ks = np.array([self.alpha]), np.array([self.k])
+        self._decoy_rng: np.random.Generator | None = None
+        self._action = spec.undefended_action
+        self._action_values = [spec.action_values(a) for a in range(spec.n_actions)]
+        self._obs = np.zeros(self.observation_space.shape, dtype=np.float32)
 
-    def _price(self, scale: float) -> np.ndarray:
-        spec = self.market
-        return np.clip(spec.anchor * scale, spec.p_low, spec.p_high)
+    def _simulate(self, action: int) -> StepResult:
+        level, m, delta = self._action_values[action]
+        k_max = int(self._ks.max())
+        draws = draw_step(self.np_random, self.market.shoppers_per_step, self.market.n_products,
+                          k_max, self._bank_sizes)  # fmt: skip
+        decoys = None
+        if self.detector == "permuted":
+            share = agent_session_share(self.alpha, self.k)
+            shape = (self.market.shoppers_per_step, 1 + k_max)
+            decoys = decoy_scores(self._decoy_rng, self.engine.banks, share, shape)
+        return simulate_step(self.engine, (level, m, delta), draws, self._alphas, self._ks,
+                             self._reference[delta], decoys)  # fmt: skip
 
-    def _observe(self, outcome: StepOutcome, k: int) -> np.ndarray:
-        spec = self.market
-        demand = outcome.demand[k]
+    def _observe(self, totals: np.ndarray, action: int) -> np.ndarray:
+        spec, n = self.market, self.market.n_products
+        demand = totals[len(STEP_COLUMNS) :]
         total = demand.sum()
-        shares = demand / total if total > 0 else np.zeros_like(demand)
-        normed = (self._prices - spec.p_low) / (spec.p_high - spec.p_low)
-        obs = np.concatenate([shares, normed, [outcome.f_mean[k]]])
-        return np.clip(obs, 0.0, 1.0).astype(np.float32)
+        shares = demand / total if total > 0 else np.zeros(n)
+        level, m, delta = self._action_values[action]
+        prices = (spec.anchor * level - spec.p_low) / self._price_span
+        score_mean = totals[COLUMN["score_sum"]] / max(totals[COLUMN["sessions"]], 1.0)
+        f_h, f_a = self._score_means
+        alpha_hat = (score_mean - f_h) / (f_a - f_h) if f_a - f_h > 1e-9 else 0.0
+        bought = totals[COLUMN["human_purchases"]] + totals[COLUMN["agent_purchases"]]
+        low = totals[COLUMN["low_engagement_purchases"]] / bought if bought > 0 else 0.0
+        extra = (score_mean, alpha_hat, low, m / self._maxima[0], delta / self._maxima[1])
+        return np.clip(np.concatenate([shares, prices, extra]), 0.0, 1.0).astype(np.float32)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Start an episode: resample chain banks, reset prices, run one warm-up step."""
+        """Start an episode at the undefended engine's action and run one warm-up step."""
         super().reset(seed=seed)
-        spec = self.market
-        override = (options or {}).get("alpha")
-        self.alpha = self.base_alpha if override is None else _check_alpha(override)
-        self._candidates = (
-            candidate_alphas(spec, self.alpha, self.half_width)
-            if self.robust
-            else np.array([self.alpha])
-        )
-        rng = self.np_random
-        self._banks = tuple(  # type: ignore[assignment]
-            build_chain_bank(
-                tables,
-                spec.chain_bank_size,
-                rng,
-                spec.max_chain_len,
-                (spec.f_intercept, spec.f_slope),
-            )
-            for tables in self._tables
-        )
-        self._scale = 1.0
-        self._prices = self._price(1.0)
-        self._below_floor = 0
-        draws = draw_step(rng, spec.sessions_per_step, spec.n_products)
-        warm = evaluate_step(spec, self._banks, self._prices, np.array([self.alpha]), draws)
-        self._obs = self._observe(warm, 0)
-        info = {"alpha": self.alpha, "candidate_alphas": self._candidates.copy()}
+        options = options or {}
+        alpha, k = options.get("alpha"), options.get("k")
+        self.alpha = self.base_alpha if alpha is None else _check_alpha(alpha)
+        self.k = self.base_k if k is None else _check_k(k)
+        if self.robust:
+            self._alphas, self._ks = robust_candidates(self.market, self.alpha, self.half_width)
+        else:
+            self._alphas, self._ks = np.array([self.alpha]), np.array([self.k])
+        # The ablation's own stream, drawn in every mode so both modes share the main stream.
+        self._decoy_rng = np.random.default_rng(int(self.np_random.integers(2**63)))
+        self._action = self.market.undefended_action
+        nominal = (self._alphas, self._ks)
+        self._alphas, self._ks = np.array([self.alpha]), np.array([self.k])
+        warm = self._simulate(self._action).totals(0)
+        self._alphas, self._ks = nominal
+        self._obs = self._observe(warm, self._action)
+        info = {"alpha": self.alpha, "k": self.k, "candidate_alphas": self._alphas.copy(),
+                "candidate_ks": self._ks.copy()}  # fmt: skip
         return self._obs.copy(), info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        """Set prices from `action` and simulate N sessions: (obs, reward, term, trunc, info)."""
-        if self._banks is None:
+        """Quote every session under `action`, let shoppers and agents buy: (obs, reward, term,
+        trunc, info) with every `STEP_COLUMNS` total of the executed candidate in `info`."""
+        if self._decoy_rng is None:
             raise RuntimeError("call reset() before step()")
-        if not self.action_space.contains(action):
+        if not 0 <= int(action) < self._n_actions or int(action) != action:
             raise ValueError(f"action {action!r} is not in {self.action_space}")
+        action = int(action)
         spec = self.market
-        previous = self._prices
-        smooth = spec.smoothing
-        self._scale = smooth * self._scale + (1.0 - smooth) * self._levels[int(action)]
-        self._prices = self._price(self._scale)
-        change = (self._prices - previous) / spec.anchor
-        volatility = float(np.abs(change).mean())
-        upward = float(np.maximum(change, 0.0).mean())
-        supra_share = float((self._prices > spec.competitive_cap).mean())
-
-        draws = draw_step(self.np_random, spec.sessions_per_step, spec.n_products)
-        out = evaluate_step(spec, self._banks, self._prices, self._candidates, draws)
-        penalty = self._b * (
-            self.lam * out.f_leak * spec.info_value
-            + spec.eta_ux * (volatility + 0.5 * upward)
-            + spec.supra_penalty * supra_share
-        )
-        rewards = out.profit - penalty
-        k = int(np.argmin(rewards)) if self.robust else 0
-        self._obs = self._observe(out, k)
-
-        revenue = float(out.revenue[k])
-        profit = float(out.profit[k])
-        n_bought = float(out.purchases[k].sum())
-        margin = profit / revenue if revenue > 0 else 0.0
-        self._below_floor = self._below_floor + 1 if margin < spec.margin_floor else 0
-        terminated = self._below_floor >= spec.patience
-        info = {
-            "revenue": revenue,
-            "profit": profit,
-            "purchases": n_bought,
-            "coi_level": profit / n_bought if n_bought > 0 else 0.0,
-            "leakage": float(out.f_leak[k] * spec.info_value),
-            "f_mean": float(out.f_mean[k]),
-            "volatility": volatility,
-            "supra_share": supra_share,
-            "margin": margin,
-            "mean_price": float(self._prices.mean()),
-            "alpha": float(self._candidates[k]),
-            "alpha_nominal": self.alpha,
-            "alpha_adv": float(self._candidates[k]),
-            "n_agents": int(out.n_agents[k]),
-            "candidate_alphas": self._candidates.copy(),
-            "candidate_rewards": rewards.copy(),
-        }
-        return self._obs.copy(), float(rewards[k]), terminated, False, info
+        level, m, delta = self._action_values[action]
+        volatility = abs(level - self._action_values[self._action][0])
+        result = self._simulate(action)
+        rewards = result.profit - spec.eta_ux * volatility - self.lam * result.leak
+        chosen = int(np.argmin(rewards)) if self.robust else 0
+        executed = result.totals(chosen)
+        self._action = action
+        self._obs = self._observe(executed, action)
+        info: dict[str, Any] = dict(zip(STEP_COLUMNS, executed.tolist(), strict=False))
+        info.update(
+            volatility=volatility, level=level, markup=m, detector=delta,
+            alpha=float(self._alphas[chosen]), k=int(self._ks[chosen]),
+            alpha_nominal=self.alpha, k_nominal=self.k,
+            candidate_alphas=self._alphas.copy(), candidate_ks=self._ks.copy(),
+            candidate_rewards=rewards.copy(),
+        )  # fmt: skip
+        return self._obs.copy(), float(rewards[chosen]), False, False, info
 
 
 def _check_alpha(alpha: float) -> float:
@@ -198,14 +208,22 @@ def _check_alpha(alpha: float) -> float:
     return value
 
 
+def _check_k(k: int) -> int:
+    if int(k) != k or k < 1:
+        raise ValueError(f"k (clean sessions per agent) must be an integer >= 1, got {k!r}")
+    return int(k)
+
+
 def make_env(
     spec: MarketSpec,
     alpha: float = 0.0,
+    k: int | None = None,
     *,
     robust: bool = False,
     lam: float | None = None,
+    detector: str = "fitted",
     max_episode_steps: int | None = None,
 ) -> gym.Env:
     """A `PricingMarketEnv` wrapped in `TimeLimit(max_episode_steps or spec.episode_steps)`."""
-    env = PricingMarketEnv(spec, alpha, robust=robust, lam=lam)
+    env = PricingMarketEnv(spec, alpha, k, robust=robust, lam=lam, detector=detector)
     return TimeLimit(env, max_episode_steps=max_episode_steps or spec.episode_steps)

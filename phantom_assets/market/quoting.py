@@ -96,7 +96,22 @@ def session_quotes(
     _check(not np.any(markup < 0), "markup m must be >= 0")
     _check(not np.any((g < 0) | (g > 1)), "engagement factor g must lie in [0, 1]")
     _check(not np.any(np.abs(u) > 1), "noise draws u must lie in [-1, 1]")
-    return np.clip(base * (1 + markup * g) * (1 + noise_halfwidth * u), p_low, p_high)
+    return quotes_unchecked(base, markup, g, noise_halfwidth, u, p_low, p_high)
+
+
+def quotes_unchecked(
+    base: np.ndarray,
+    markup: float | np.ndarray,
+    engagement: np.ndarray,
+    noise_halfwidth: float,
+    u: np.ndarray,
+    p_low: float,
+    p_high: float,
+) -> np.ndarray:
+    """`session_quotes` without the argument checks, for the market engine's inner loop (its
+    inputs come from a validated `MarketSpec`)."""
+    raw = base * (1.0 + markup * engagement) * (1.0 + noise_halfwidth * u)
+    return np.clip(raw, p_low, p_high)
 
 
 def price_floor(base: ArrayLike, noise_halfwidth: float, p_low: float) -> np.ndarray:

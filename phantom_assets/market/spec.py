@@ -1,145 +1,160 @@
-"""`MarketSpec`: everything the pricing env needs, compiled per store (DESIGN §5, market).
+"""`MarketSpec`: everything the market v2 env needs, compiled per store (DESIGN §5).
 
-Also the ambiguity set of the robust mode: a Wasserstein-1 ball of radius ε on the valuation law.
-For the 1-D mixture family P_α = (1 − α)·P_H + α·P_A, W1(P_α, P_α′) = |α − α′|·W1(P_H, P_A), so the
-ball is the α interval of half-width ε / W1(P_H, P_A) (W1 computed numerically), clipped to [0, 1].
+Also the ambiguity set of the robust mode. α is ambiguous because the shop never sees classes,
+only behaviour; for the mixture family P_α = (1 − α)·P_H + α·P_A of any 1-D session feature,
+W1(P_α, P_α′) = |α − α′|·W1(P_H, P_A). With the quote-time engagement law of the two classes' banks
+as the feature, a Wasserstein-1 ball of radius ε is the α interval of half-width ε / W1(s_H, s_A),
+clipped to [0, 1]: the more alike the classes engage, the wider it is.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
 
 from phantom_assets.config import MarketConfig
 from phantom_assets.constants import DEFAULT_TEMPERATURE, KERNEL_STATES
 from phantom_assets.contamination.chains import validate_kernel
 from phantom_assets.lake import SPEC_ARRAYS_FILE, SPEC_SCALARS_FILE
+from phantom_assets.market.bank import ChainBank
 from phantom_assets.storage import atomic_write
 
 _DEFAULTS = MarketConfig()
-AGENT_COUNT_MODES: tuple[str, ...] = ("bernoulli", "exact")
-_ARRAY_FIELDS: tuple[str, ...] = ("kernel_human", "kernel_agent", "anchor")
-
-
-def _default_levels() -> tuple[float, ...]:
-    grid = np.linspace(_DEFAULTS.price_scale_low, _DEFAULTS.price_scale_high, _DEFAULTS.n_actions)
-    return tuple(round(float(x), 10) for x in grid)
+BANK_FIELDS: tuple[str, ...] = ("engagement", "score", "weight")
+_BANK_ARRAYS: tuple[str, ...] = tuple(
+    f"{actor}_{name}" for actor in ("human", "agent") for name in BANK_FIELDS
+)
+_ARRAY_FIELDS: tuple[str, ...] = ("kernel_human", "kernel_agent", "anchor", *_BANK_ARRAYS)
+_TUPLE_FIELDS: tuple[str, ...] = (
+    "base_levels",
+    "markups",
+    "detector_strengths",
+    "robust_agent_sessions",
+    "states",
+)
 
 
 @dataclass(frozen=True, eq=False)
 class MarketSpec:
-    """A compiled market: kernels, valuation laws, price bounds, reward and robustness settings.
+    """A compiled market: kernels, chain banks, valuation law, the engine's quoting rule, the
+    action grid, reward and robustness settings.
 
     Attributes:
-        kernel_human: (S, S) human kernel over `states`, rows = sources, columns = destinations.
-        kernel_agent: (S, S) agent kernel over `states`.
-        anchor: (n_products,) anchor price per product; action levels scale it.
-        mu_human, sigma_human, mu_agent, sigma_agent: Normal valuation law per class (marginal,
-            per product).
-        valuation_correlation: ρ, the loading of every valuation on a session-level willingness
-            to pay (two products' valuations of one session correlate with ρ²). With independent
-            valuations (ρ = 0) one of 10 products is almost always affordable: demand ignores price.
-        p_low, p_high: price bounds (p_low is the marginal cost / COI floor).
-        competitive_cap: prices above it count as supra-competitive.
-        price_levels: the action grid (price scale multipliers).
-        smoothing: weight of the previous scale, s_t = smoothing·s_{t−1} + (1 − smoothing)·level.
-        lam, info_value, eta_ux, cost_floor, supra_penalty: reward coefficients (see the env);
-            these defaults are the only definition of them. `info_value` (the cost of one unit
-            of f_leak) defaults to `sessions_per_step · (mean anchor − p_low)`: f_leak·N is the
-            expected number of agent-like purchases and each forgoes the COI premium of an
-            anchor-priced sale.
-        margin_floor, patience: end after `patience` consecutive steps with margin below floor.
-        sessions_per_step: N sessions drawn per step.
-        agent_count_mode: "bernoulli" (each session an agent w.p. α) or "exact" (⌊Nα⌋ agents).
-        ambiguity_radius_w1: ε, the Wasserstein-1 radius (valuation units).
-        robust_candidates: K candidate α values evaluated per robust step.
-        chain_bank_size: chains pre-sampled per class at every reset.
-        max_chain_len: maximum events per sampled chain.
-        f_intercept, f_slope: the store's selected agent probability f = σ(a + b·(Δ_H − Δ_A))
-            (`fingerprint.calibration`: temperature T gives a = 0, b = 1/T; logistic gives the
-            fit on every labeled out-of-fold gap), so chains are scored like real sessions.
+        kernel_human, kernel_agent: (S, S) fitted class kernels over `states` (rows = sources);
+            provenance of the banks.
+        anchor: (n_products,) anchor price per product; `base = anchor · level`.
+        human_engagement, human_score, human_weight: the human `ChainBank` (quote-time
+            engagement s, prefix agent score f, chain demand weight), one entry per chain.
+        agent_engagement, agent_score, agent_weight: the agent bank (clean sessions).
+        mu_human, sigma_human, mu_agent, sigma_agent: Normal valuation law per class. The same
+            law by default: an agent carries its principal's willingness to pay.
+        p_low, p_high: quote bounds (p_low is the marginal cost).
+        base_levels, markups, detector_strengths: the action grid (level × m × δ).
+        quote_noise: w, half-width of the relative quote noise u ~ U(−1, 1).
+        engagement_scale: s0 of the markup g(s) = 1 − exp(−s/s0).
+        reference_engagement: s_ref, the engagement a fully flagged session is quoted as.
+        agent_sessions: nominal K, clean sessions per agent.
+        robust_agent_sessions: K candidates of the robust ambiguity set.
+        robust_alpha_candidates: α candidates (evenly spaced over the ambiguity interval).
+        ambiguity_radius_w1: ε in engagement units (module docstring).
+        shoppers_per_step: N shoppers per step (pricing period).
+        lam: leakage charge per unit of leak in the reward (0: measured, not charged).
+        eta_ux: cost of a unit relative change of the base level (price volatility).
         episode_steps: time limit used by `make_env`.
+        f_intercept, f_slope: the store's selected agent score f = σ(a + b·gap) the banks use.
         states: the kernel state labels.
     """
 
     kernel_human: np.ndarray
     kernel_agent: np.ndarray
     anchor: np.ndarray
-    mu_human: float = 120.0
+    human_engagement: np.ndarray
+    human_score: np.ndarray
+    human_weight: np.ndarray
+    agent_engagement: np.ndarray
+    agent_score: np.ndarray
+    agent_weight: np.ndarray
+    mu_human: float = 150.0
     sigma_human: float = 25.0
-    mu_agent: float = 100.0
-    sigma_agent: float = 20.0
-    valuation_correlation: float = 0.8
+    mu_agent: float = 150.0
+    sigma_agent: float = 25.0
     p_low: float = 50.0
-    p_high: float = 150.0
-    competitive_cap: float = 125.0
-    price_levels: tuple[float, ...] = field(default_factory=_default_levels)
-    smoothing: float = 0.5
-    lam: float = 1.0
-    info_value: float | None = None  # None: sessions_per_step · (mean anchor − p_low)
-    eta_ux: float = 50.0
-    cost_floor: float = 1.0
-    supra_penalty: float = 20.0
-    margin_floor: float = 0.05
-    patience: int = 10
-    sessions_per_step: int = _DEFAULTS.sessions_per_step
-    agent_count_mode: str = "bernoulli"
+    p_high: float = 250.0
+    base_levels: tuple[float, ...] = _DEFAULTS.base_levels
+    markups: tuple[float, ...] = _DEFAULTS.markups
+    detector_strengths: tuple[float, ...] = _DEFAULTS.detector_strengths
+    quote_noise: float = _DEFAULTS.quote_noise
+    engagement_scale: float = 10.0
+    reference_engagement: float = 20.0
+    agent_sessions: int = _DEFAULTS.agent_sessions
+    robust_agent_sessions: tuple[int, ...] = _DEFAULTS.robust_agent_sessions
+    robust_alpha_candidates: int = _DEFAULTS.robust_alpha_candidates
     ambiguity_radius_w1: float = _DEFAULTS.ambiguity_radius_w1
-    robust_candidates: int = _DEFAULTS.robust_candidates
-    chain_bank_size: int = _DEFAULTS.chain_bank_size
-    max_chain_len: int = 64
+    shoppers_per_step: int = _DEFAULTS.shoppers_per_step
+    lam: float = _DEFAULTS.lam
+    eta_ux: float = 500.0
+    episode_steps: int = _DEFAULTS.episode_steps
     f_intercept: float = 0.0
     f_slope: float = 1.0 / DEFAULT_TEMPERATURE
-    episode_steps: int = _DEFAULTS.episode_steps
     states: tuple[str, ...] = KERNEL_STATES
 
     def __post_init__(self) -> None:
-        """Coerce arrays to read-only float64 and validate every field."""
+        """Coerce arrays to read-only float64, tuples to tuples, and validate every field."""
         for name in _ARRAY_FIELDS:
             arr = np.array(getattr(self, name), dtype=np.float64, copy=True)
             arr.setflags(write=False)
             object.__setattr__(self, name, arr)
-        object.__setattr__(self, "price_levels", tuple(float(x) for x in self.price_levels))
-        object.__setattr__(self, "states", tuple(self.states))
-        if self.info_value is None:
-            premium = float(self.anchor.mean() - self.p_low) if self.anchor.size else 0.0
-            object.__setattr__(self, "info_value", self.sessions_per_step * premium)
+        for name in _TUPLE_FIELDS:
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "robust_agent_sessions",
+                           tuple(int(k) for k in self.robust_agent_sessions))  # fmt: skip
         for name in ("kernel_human", "kernel_agent"):
             validate_kernel(getattr(self, name), name, n_states=len(self.states))
+        self.banks  # noqa: B018 -- validates the bank arrays
         self._validate_scalars()
 
     def _validate_scalars(self) -> None:
         checks: dict[str, bool] = {
-            "anchor": self.anchor.ndim == 1
-            and self.anchor.size >= 1
+            "anchor": self.anchor.ndim == 1 and self.anchor.size >= 1
             and bool(np.all(self.anchor > 0)),
             "sigma_human": self.sigma_human > 0,
             "sigma_agent": self.sigma_agent > 0,
             "p_low": 0 <= self.p_low < self.p_high,
-            "competitive_cap": self.competitive_cap > 0,
-            "price_levels": len(self.price_levels) >= 2 and min(self.price_levels) > 0,
-            "smoothing": 0.0 <= self.smoothing < 1.0,
-            "valuation_correlation": 0.0 <= self.valuation_correlation < 1.0,
-            "patience": self.patience >= 1,
-            "sessions_per_step": self.sessions_per_step >= 1,
-            "agent_count_mode": self.agent_count_mode in AGENT_COUNT_MODES,
+            "base_levels": len(self.base_levels) >= 1 and min(self.base_levels) > 0,
+            "markups": len(self.markups) >= 1 and min(self.markups) >= 0,
+            "detector_strengths": len(self.detector_strengths) >= 1
+            and min(self.detector_strengths) == 0.0,
+            "quote_noise": 0 <= self.quote_noise < 1,
+            "engagement_scale": self.engagement_scale > 0,
+            "reference_engagement": self.reference_engagement > 0,
+            "agent_sessions": self.agent_sessions >= 1,
+            "robust_agent_sessions": len(self.robust_agent_sessions) >= 1
+            and min(self.robust_agent_sessions) >= 1,
+            "robust_alpha_candidates": self.robust_alpha_candidates >= 1,
             "ambiguity_radius_w1": self.ambiguity_radius_w1 >= 0,
-            "robust_candidates": self.robust_candidates >= 1,
-            "chain_bank_size": self.chain_bank_size >= 1,
-            "max_chain_len": self.max_chain_len >= 1,
+            "shoppers_per_step": self.shoppers_per_step >= 1,
+            "lam": self.lam >= 0,
+            "eta_ux": self.eta_ux >= 0,
+            "episode_steps": self.episode_steps >= 1,
             "f_intercept": bool(np.isfinite(self.f_intercept)),
             "f_slope": bool(np.isfinite(self.f_slope)),
-            "episode_steps": self.episode_steps >= 1,
-        }
+        }  # fmt: skip
         for name, ok in checks.items():
             if not ok:
                 raise ValueError(f"MarketSpec.{name} is invalid: {getattr(self, name)!r}")
+
+    @property
+    def banks(self) -> tuple[ChainBank, ChainBank]:
+        """(human bank, agent bank)."""
+        return tuple(  # type: ignore[return-value]
+            ChainBank(*(getattr(self, f"{actor}_{name}") for name in BANK_FIELDS))
+            for actor in ("human", "agent")
+        )
 
     @property
     def n_products(self) -> int:
@@ -147,9 +162,41 @@ class MarketSpec:
         return int(self.anchor.size)
 
     @property
+    def action_shape(self) -> tuple[int, int, int]:
+        """(levels, markups, detector strengths): the action grid's axes."""
+        return len(self.base_levels), len(self.markups), len(self.detector_strengths)
+
+    @property
     def n_actions(self) -> int:
-        """Number of discrete price levels."""
-        return len(self.price_levels)
+        """Number of discrete actions (level × m × δ)."""
+        return int(np.prod(self.action_shape))
+
+    def action_index(self, level: int, markup: int, detector: int) -> int:
+        """The action of grid indices (level, markup, detector strength)."""
+        return int(np.ravel_multi_index((level, markup, detector), self.action_shape))
+
+    def action_parts(self, action: int) -> tuple[int, int, int]:
+        """Inverse of `action_index`: (level, markup, detector strength) grid indices."""
+        parts = np.unravel_index(int(action), self.action_shape)
+        return int(parts[0]), int(parts[1]), int(parts[2])
+
+    def action_values(self, action: int) -> tuple[float, float, float]:
+        """(base level, markup m, detector strength δ) of an action."""
+        level, markup, detector = self.action_parts(action)
+        return (self.base_levels[level], self.markups[markup],
+                self.detector_strengths[detector])  # fmt: skip
+
+    @property
+    def undefended_action(self) -> int:
+        """The undefended engine: middle base level, middle (default) markup, δ = 0."""
+        levels, markups, _ = self.action_shape
+        return self.action_index(levels // 2, markups // 2, 0)
+
+    @property
+    def reward_scale(self) -> float:
+        """Spec-derived reward normalisation: 1 / (shoppers per step · mean anchor), so a step's
+        profit is O(1) for learning (curves and evaluations stay in money)."""
+        return 1.0 / (self.shoppers_per_step * float(self.anchor.mean()))
 
     def _scalars(self) -> dict[str, Any]:
         return {
@@ -157,17 +204,6 @@ class MarketSpec:
             for f in dataclasses.fields(self)
             if f.name not in _ARRAY_FIELDS
         }
-
-    def to_json(self) -> str:
-        """Serialise the whole spec (arrays as nested lists) to a JSON string."""
-        payload = self._scalars()
-        payload.update({name: getattr(self, name).tolist() for name in _ARRAY_FIELDS})
-        return json.dumps(payload, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> MarketSpec:
-        """Inverse of `to_json`."""
-        return cls(**json.loads(text))
 
     def save(self, directory: str | Path) -> tuple[Path, Path]:
         """Write `spec.npz` (arrays) and `spec.json` (scalars) atomically into `directory`."""
@@ -181,57 +217,55 @@ class MarketSpec:
 
     @classmethod
     def load(cls, directory: str | Path) -> MarketSpec:
-        """Read a spec written by `save`."""
+        """Read a spec written by `save`; a folder of an older spec layout fails naming it."""
         folder = Path(directory)
         scalars = json.loads((folder / SPEC_SCALARS_FILE).read_text())
         with np.load(folder / SPEC_ARRAYS_FILE) as data:
+            missing = [name for name in _ARRAY_FIELDS if name not in data]
+            if missing:
+                raise ValueError(f"{folder / SPEC_ARRAYS_FILE} lacks {missing} (a market v1 "
+                                 f"spec?); re-materialize market_simulators")  # fmt: skip
             arrays = {name: data[name] for name in _ARRAY_FIELDS}
         return cls(**scalars, **arrays)
 
 
-def valuation_w1(
-    mu_h: float, sigma_h: float, mu_a: float, sigma_a: float, grid: int = 200_000
-) -> float:
-    """W1 between Normal(mu_h, sigma_h) and Normal(mu_a, sigma_a), numerically.
-
-    Quantile integration ∫₀¹ |F_H⁻¹(u) − F_A⁻¹(u)| du with the midpoint rule on `grid` cells.
-    """
-    u = (np.arange(grid, dtype=np.float64) + 0.5) / grid
-    gap = norm.ppf(u, loc=mu_h, scale=sigma_h) - norm.ppf(u, loc=mu_a, scale=sigma_a)
-    return float(np.mean(np.abs(gap)))
+def engagement_w1(human: ChainBank, agent: ChainBank, grid: int = 4096) -> float:
+    """W1 between the two banks' quote-time engagement laws: ∫₀¹ |F_H⁻¹(u) − F_A⁻¹(u)| du on a
+    midpoint grid of `grid` quantiles."""
+    u = (np.arange(grid) + 0.5) / grid
+    return float(np.mean(np.abs(np.quantile(human.engagement, u)
+                                - np.quantile(agent.engagement, u))))  # fmt: skip
 
 
 def alpha_half_width(spec: MarketSpec) -> float:
-    """Half-width ε / W1(P_H, P_A) of the α ambiguity interval, at most 1.
+    """Half-width ε / W1(s_H, s_A) of the α ambiguity interval, at most 1.
 
-    When the two valuation laws coincide (W1 = 0) α is not identifiable and the whole [0, 1]
-    interval is ambiguous (half-width 1); likewise with ε = 0 the half-width is 0.
+    When both classes engage alike (W1 = 0) α is not identifiable and the whole [0, 1] interval
+    is ambiguous (half-width 1); with ε = 0 the half-width is 0.
     """
     if spec.ambiguity_radius_w1 == 0:
         return 0.0
-    w1 = valuation_w1(spec.mu_human, spec.sigma_human, spec.mu_agent, spec.sigma_agent)
-    if w1 <= 0:
-        return 1.0
-    return float(min(spec.ambiguity_radius_w1 / w1, 1.0))
+    w1 = engagement_w1(*spec.banks)
+    return 1.0 if w1 <= 0 else float(min(spec.ambiguity_radius_w1 / w1, 1.0))
 
 
 def alpha_interval(
     spec: MarketSpec, alpha: float, half_width: float | None = None
 ) -> tuple[float, float]:
-    """The ambiguity interval [α − h, α + h] ∩ [0, 1] around nominal `alpha`.
-
-    Args:
-        spec: the market.
-        alpha: nominal agent share in [0, 1].
-        half_width: precomputed `alpha_half_width(spec)` (computed when None).
-    """
+    """The ambiguity interval [α − h, α + h] ∩ [0, 1] around nominal `alpha`."""
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
     half = alpha_half_width(spec) if half_width is None else half_width
     return max(0.0, alpha - half), min(1.0, alpha + half)
 
 
-def candidate_alphas(spec: MarketSpec, alpha: float, half_width: float | None = None) -> np.ndarray:
-    """`spec.robust_candidates` evenly spaced α values over the ambiguity interval (float64)."""
+def robust_candidates(
+    spec: MarketSpec, alpha: float, half_width: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(α, K) candidates of the robust mode: every pair of `robust_alpha_candidates` evenly spaced
+    α over the ambiguity interval and the spec's K candidates, as two aligned arrays."""
     low, high = alpha_interval(spec, alpha, half_width)
-    return np.linspace(low, high, spec.robust_candidates)
+    alphas = np.unique(np.linspace(low, high, spec.robust_alpha_candidates))
+    ks = np.asarray(sorted(set(spec.robust_agent_sessions)), dtype=np.int64)
+    grid_alpha, grid_k = np.meshgrid(alphas, ks, indexing="ij")
+    return grid_alpha.ravel(), grid_k.ravel()

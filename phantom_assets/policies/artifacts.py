@@ -40,6 +40,7 @@ class PolicyRecord(TypedDict):
     models: dict[str, str]  # training seed (as a JSON key) -> model file name
     weights_sha256: str
     config_hash: str  # identity of the configuration (not of the key): duplicates count once
+    plateau_ratios: dict[str, float | None]  # training seed -> `base.plateau_ratio` (None: none)
 
 
 def model_file(tier: str, seed: int) -> str:
@@ -80,7 +81,18 @@ def policy_record(trained: list[TrainedPolicy], weights: dict[str, np.ndarray]) 
         seeds=[t.seed for t in trained], hyperparameters=first.hyperparameters,
         models={str(t.seed): model_file(t.tier, t.seed) for t in trained},
         weights_sha256=digest, config_hash=hashlib.sha256(blob).hexdigest()[:16],
+        plateau_ratios={str(t.seed): _finite_or_none(t.plateau_ratio) for t in trained},
     )  # fmt: skip
+
+
+def _finite_or_none(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None  # JSON has no NaN
+
+
+def worst_plateau_ratio(record: PolicyRecord) -> float | None:
+    """The seeds' plateau ratio farthest from 1 (None when no seed has one: heuristics)."""
+    known = [r for r in record["plateau_ratios"].values() if r is not None]
+    return max(known, key=lambda r: abs(r - 1.0)) if known else None
 
 
 def save_trained(folder: Path, trained: list[TrainedPolicy]) -> tuple[list[Path], PolicyRecord]:
@@ -122,6 +134,19 @@ def load_trained(folder: Path, device: str = "cpu") -> tuple[PolicyRecord, dict[
     return record, policies
 
 
+def probe_observations(spec: MarketSpec, alpha: float, probes: int) -> list[np.ndarray]:
+    """`probes` market observations at `alpha`: a rollout of uniformly random actions (env and
+    actions seeded 0), so the probes have the layout and laws of real observations."""
+    env = make_env(spec, alpha, robust=False, max_episode_steps=probes)
+    obs, _ = env.reset(seed=0)
+    env.action_space.seed(0)
+    observations = [obs]
+    while len(observations) < probes:
+        obs, *_ = env.step(env.action_space.sample())
+        observations.append(obs)
+    return observations
+
+
 def reload_mismatches(
     spec: MarketSpec,
     alpha: float,
@@ -131,10 +156,8 @@ def reload_mismatches(
     probes: int = RELOAD_PROBES,
 ) -> list[int]:
     """Training seeds whose saved model, reloaded from `folder`, acts unlike the trained policy
-    on `probes` observations sampled (seed 0) from the market's observation space."""
-    space = make_env(spec, alpha, robust=False).observation_space
-    space.seed(0)
-    observations = [space.sample() for _ in range(probes)]
+    on the `probe_observations` of the market at `alpha` (fed in order after a `reset`)."""
+    observations = probe_observations(spec, alpha, probes)
     _, loaded = load_trained(folder, device)
     mismatched = []
     for t in trained:  # a handful of seeds

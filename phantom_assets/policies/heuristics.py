@@ -1,7 +1,10 @@
-"""Heuristic tiers: static (mid price), surge (demand vs running mean), linear (fitted demand).
+"""Heuristic tiers on the (base level, markup m, detector δ) action grid.
 
-All three save to a small JSON file. The linear tier is fitted on warm-up episodes of random
-actions; static and surge learn nothing from the market.
+static: the undefended engine (`MarketSpec.undefended_action`) always. surge: moves the base level
+by one when demand breadth leaves its running mean, at the middle markup and δ = 0. linear: fits
+purchases and the price paid on the base level from warm-up episodes of random levels (middle
+markup, δ = 0) and plays the profit-optimal level. All three save to a small JSON file and carry
+the grid shape, so they act without their spec.
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ import gymnasium as gym
 import numpy as np
 
 from phantom_assets.market import MarketSpec
-from phantom_assets.policies.base import demand_breadth, split_obs
+from phantom_assets.policies.base import demand_breadth, grid_action, split_obs
 from phantom_assets.storage import atomic_write
 
 logger = logging.getLogger(__name__)
+
+Grid = tuple[int, int, int]
 
 
 def _write_json(path: str | Path, payload: dict[str, Any]) -> Path:
@@ -34,47 +39,53 @@ def _read_json(path: str | Path, tier: str) -> dict[str, Any]:
     return payload
 
 
+def _grid(values: Any) -> Grid:
+    grid = tuple(int(v) for v in values)
+    if len(grid) != 3 or min(grid) < 1:
+        raise ValueError(f"an action grid is (levels, markups, strengths) >= 1, got {values!r}")
+    return grid  # type: ignore[return-value]
+
+
 @dataclass
 class StaticPolicy:
-    """Always the same price level (by default the middle of the grid)."""
+    """Always the same action; `undefended` = the static tier (middle level and markup, δ = 0)."""
 
-    level: int
+    action: int
     tier: str = field(default="static", init=False)
 
     @classmethod
-    def mid(cls, n_actions: int) -> StaticPolicy:
-        """The static policy at the middle action of an `n_actions` grid."""
-        if n_actions < 1:
-            raise ValueError(f"n_actions must be >= 1, got {n_actions}")
-        return cls(level=n_actions // 2)
+    def undefended(cls, spec: MarketSpec) -> StaticPolicy:
+        """The undefended engine of `spec`."""
+        return cls(action=spec.undefended_action)
 
     def act(self, obs: np.ndarray) -> int:
-        """The fixed level, whatever the observation."""
-        return self.level
+        """The fixed action, whatever the observation."""
+        return self.action
 
     def reset(self) -> None:
         """Stateless: nothing to forget."""
 
     def save(self, path: str | Path) -> Path:
-        """Write `{"tier", "level"}` as JSON atomically."""
-        return _write_json(path, {"tier": self.tier, "level": self.level})
+        """Write `{"tier", "action"}` as JSON atomically."""
+        return _write_json(path, {"tier": self.tier, "action": self.action})
 
     @classmethod
     def load(cls, path: str | Path) -> StaticPolicy:
         """Read a policy written by `save`."""
-        return cls(level=int(_read_json(path, "static")["level"]))
+        return cls(action=int(_read_json(path, "static")["action"]))
 
 
 @dataclass
 class SurgePolicy:
-    """Raise the price one level when demand breadth exceeds its running mean, lower it below.
+    """Raise the base level one step when demand breadth exceeds its running mean, lower it below.
 
     Breadth (see `demand_breadth`) above `(1 + threshold)·mean` raises the level by one, below
-    `(1 − threshold)·mean` lowers it by one; the mean is then updated with weight `memory` on the
-    past. Starts every episode at the middle level.
+    `(1 − threshold)·mean` (or no demand) lowers it by one; the mean is then updated with weight
+    `memory` on the past. Starts every episode at the middle level (where the env starts); plays
+    the middle markup and δ = 0.
     """
 
-    n_actions: int
+    grid: Grid
     threshold: float = 0.05
     memory: float = 0.8
     tier: str = field(default="surge", init=False)
@@ -83,120 +94,144 @@ class SurgePolicy:
 
     def __post_init__(self) -> None:
         """Validate and start at the middle level."""
-        if self.n_actions < 1 or self.threshold < 0 or not 0 <= self.memory <= 1:
+        self.grid = _grid(self.grid)
+        if self.threshold < 0 or not 0 <= self.memory <= 1:
             raise ValueError(f"invalid surge settings: {self!r}")
         self.reset()
 
     def reset(self) -> None:
         """Back to the middle level with no running mean."""
-        self._level, self._mean = self.n_actions // 2, None
+        self._level, self._mean = self.grid[0] // 2, None
 
     def act(self, obs: np.ndarray) -> int:
         """Move one level towards the demand signal's deviation from its running mean."""
         signal = demand_breadth(split_obs(obs)[0])
         mean = signal if self._mean is None else self._mean
         if signal > mean * (1.0 + self.threshold) and signal > 0:
-            self._level = min(self._level + 1, self.n_actions - 1)
+            self._level = min(self._level + 1, self.grid[0] - 1)
         elif signal < mean * (1.0 - self.threshold) or signal == 0:
             self._level = max(self._level - 1, 0)
         self._mean = self.memory * mean + (1.0 - self.memory) * signal
-        return self._level
+        return grid_action(self.grid, self._level, self.grid[1] // 2, 0)
 
     def save(self, path: str | Path) -> Path:
         """Write the settings as JSON atomically (the per-episode state is not saved)."""
-        payload = {"tier": self.tier, "n_actions": self.n_actions,
-                   "threshold": self.threshold, "memory": self.memory}  # fmt: skip
+        payload = {"tier": self.tier, "grid": list(self.grid), "threshold": self.threshold,
+                   "memory": self.memory}  # fmt: skip
         return _write_json(path, payload)
 
     @classmethod
     def load(cls, path: str | Path) -> SurgePolicy:
         """Read a policy written by `save`."""
         payload = _read_json(path, "surge")
-        return cls(int(payload["n_actions"]), float(payload["threshold"]), float(payload["memory"]))
+        return cls(_grid(payload["grid"]), float(payload["threshold"]), float(payload["memory"]))
 
 
 @dataclass
 class LinearPolicy:
-    """The revenue-optimal level under a fitted linear demand `q = intercept + slope·p̄`."""
+    """The profit-optimal base level under fitted lines `purchases = a + b·level` and
+    `price paid = c + d·level`, at the middle markup and δ = 0.
 
+    Attributes:
+        grid: the action grid's shape.
+        level: the chosen base level index.
+        demand: (a, b) of purchases per step on the base level.
+        price: (c, d) of the mean price paid on the base level.
+    """
+
+    grid: Grid
     level: int
-    intercept: float
-    slope: float
+    demand: tuple[float, float]
+    price: tuple[float, float]
     tier: str = field(default="linear", init=False)
 
+    def __post_init__(self) -> None:
+        """Coerce the JSON lists back to tuples and check the level is on the grid."""
+        self.grid = _grid(self.grid)
+        self.demand = (float(self.demand[0]), float(self.demand[1]))
+        self.price = (float(self.price[0]), float(self.price[1]))
+        if not 0 <= self.level < self.grid[0]:
+            raise ValueError(f"level {self.level} is not on a grid of {self.grid[0]} levels")
+
     def act(self, obs: np.ndarray) -> int:
-        """The fitted level, whatever the observation."""
-        return self.level
+        """The fitted level's action, whatever the observation."""
+        return grid_action(self.grid, self.level, self.grid[1] // 2, 0)
 
     def reset(self) -> None:
         """Stateless: nothing to forget."""
 
     def save(self, path: str | Path) -> Path:
-        """Write level and coefficients as JSON atomically."""
+        """Write grid, level and both fits as JSON atomically."""
         return _write_json(path, asdict(self))
 
     @classmethod
     def load(cls, path: str | Path) -> LinearPolicy:
         """Read a policy written by `save`."""
         payload = _read_json(path, "linear")
-        return cls(int(payload["level"]), float(payload["intercept"]), float(payload["slope"]))
+        return cls(payload["grid"], int(payload["level"]), payload["demand"], payload["price"])
 
 
-def fit_linear_demand(prices: np.ndarray, purchases: np.ndarray) -> tuple[float, float]:
-    """Least-squares `(intercept, slope)` of purchases on mean price.
+def fit_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Least-squares `(intercept, slope)` of y on x.
 
     Raises:
-        ValueError: when the inputs differ in length or the prices do not vary.
+        ValueError: when the inputs differ in length or x does not vary.
     """
-    x = np.asarray(prices, dtype=np.float64)
-    y = np.asarray(purchases, dtype=np.float64)
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1 or x.size < 2:
         raise ValueError(f"need two equal 1-D arrays of >= 2 points, got {x.shape}, {y.shape}")
     if np.ptp(x) == 0:
-        raise ValueError(f"prices do not vary (all {x[0]}); cannot fit a demand slope")
-    design = np.column_stack([np.ones_like(x), x])
-    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+        raise ValueError(f"x does not vary (all {x[0]}); cannot fit a slope")
+    coef, *_ = np.linalg.lstsq(np.column_stack([np.ones_like(x), x]), y, rcond=None)
     return float(coef[0]), float(coef[1])
 
 
-def revenue_optimal_level(spec: MarketSpec, intercept: float, slope: float) -> int:
-    """Action level maximising `p̄·max(0, intercept + slope·p̄)` at its steady-state prices."""
-    levels = np.asarray(spec.price_levels)
-    prices = np.clip(spec.anchor[None, :] * levels[:, None], spec.p_low, spec.p_high)
-    mean_price = prices.mean(axis=1)
-    revenue = mean_price * np.maximum(intercept + slope * mean_price, 0.0)
-    return int(np.argmax(revenue))
+def profit_optimal_level(
+    levels: tuple[float, ...], p_low: float, demand: tuple[float, float],
+    price: tuple[float, float],
+) -> int:  # fmt: skip
+    """Index of the base level maximising `(price(level) − p_low)·max(0, demand(level))` for
+    fitted lines `demand` and `price` (intercept, slope)."""
+    x = np.asarray(levels, dtype=np.float64)
+    purchases = np.maximum(demand[0] + demand[1] * x, 0.0)
+    return int(np.argmax((price[0] + price[1] * x - p_low) * purchases))
 
 
 def warmup_data(
-    env: gym.Env, episodes: int, rng: np.random.Generator, seed: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(mean price, purchases) of every step of `episodes` episodes of uniformly random actions.
+    env: gym.Env, spec: MarketSpec, episodes: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(base level, purchases, revenue) of every step of `episodes` episodes of uniformly random
+    base levels at the middle markup and δ = 0.
 
-    Episode e is reset with seed `seed + e`; actions come from `rng`.
+    Episode e is reset with seed `seed + e`; the levels come from `default_rng(seed)`.
     """
-    prices: list[float] = []
-    purchases: list[float] = []
+    rng = np.random.default_rng(seed)
+    levels, markups, _ = spec.action_shape
+    rows: list[tuple[float, float, float]] = []
     for episode in range(episodes):
         env.reset(seed=seed + episode)
         done = False
         while not done:
-            action = int(rng.integers(env.action_space.n))
+            action = spec.action_index(int(rng.integers(levels)), markups // 2, 0)
             _, _, terminated, truncated, info = env.step(action)
-            prices.append(info["mean_price"])
-            purchases.append(info["purchases"])
+            bought = info["human_purchases"] + info["agent_purchases"]
+            rows.append((info["level"], bought, info["revenue"]))
             done = terminated or truncated
-    return np.asarray(prices), np.asarray(purchases)
+    level, purchases, revenue = np.asarray(rows).T
+    return level, purchases, revenue
 
 
 def fit_linear_policy(
     env: gym.Env, spec: MarketSpec, episodes: int, seed: int
 ) -> tuple[LinearPolicy, dict[str, Any]]:
     """Fit the linear tier on warm-up episodes; returns the policy and its fit summary."""
-    prices, purchases = warmup_data(env, episodes, np.random.default_rng(seed), seed)
-    intercept, slope = fit_linear_demand(prices, purchases)
-    level = revenue_optimal_level(spec, intercept, slope)
-    logger.info("linear demand fit: q = %.3f + %.4f p -> level %d", intercept, slope, level)
-    summary = {"intercept": intercept, "slope": slope, "level": level,
-               "warmup_steps": int(prices.size)}  # fmt: skip
-    return LinearPolicy(level, intercept, slope), summary
+    level, purchases, revenue = warmup_data(env, spec, episodes, seed)
+    sold = purchases > 0
+    demand = fit_line(level, purchases)
+    price = fit_line(level[sold], revenue[sold] / purchases[sold])
+    best = profit_optimal_level(spec.base_levels, spec.p_low, demand, price)
+    logger.info("linear fit: q = %.2f %+.2f·level, p = %.2f %+.2f·level -> level %d",
+                *demand, *price, best)  # fmt: skip
+    summary = {"demand": list(demand), "price": list(price), "level": best,
+               "warmup_steps": int(level.size)}  # fmt: skip
+    return LinearPolicy(spec.action_shape, best, demand, price), summary

@@ -1,8 +1,9 @@
 """Stable-Baselines3 tiers (PPO, A2C, DQN) behind the `Policy` interface.
 
-torch and stable_baselines3 are imported inside the functions only. Training fixes the seed
-(`set_random_seed` + the model/env seed) and torch's thread count, so a rerun with the same inputs
-gives identical weights on the same machine.
+torch and stable_baselines3 are imported inside the functions only. Rewards are multiplied by the
+spec's `reward_scale` for learning (a step's profit is then O(1)); learning curves stay in money.
+Training fixes the seed (`set_random_seed` + the model/env seed) and torch's thread count, so a
+rerun with the same inputs gives identical weights on the same machine.
 """
 
 from __future__ import annotations
@@ -146,30 +147,44 @@ def _curve_callback_class() -> type:
 
 
 def sb3_hyperparameters(tier: str, params: TrainingParams) -> dict[str, Any]:
-    """Constructor keyword arguments of the tier's SB3 algorithm (JSON-ready)."""
-    common = {"learning_rate": params.learning_rate, "gamma": params.gamma,
-              "policy_kwargs": {"net_arch": list(params.net_arch)}}  # fmt: skip
+    """Constructor keyword arguments of the tier's SB3 algorithm (JSON-ready).
+
+    DQN's buffer, warm-up and target interval are clipped to the tier's budget so that tiny test
+    budgets still learn.
+    """
+    common = {"gamma": params.gamma, "policy_kwargs": {"net_arch": list(params.net_arch)}}
     if tier == "ppo":
         n_steps = params.ppo_n_steps
-        return {**common, "n_steps": n_steps, "batch_size": min(params.ppo_batch_size, n_steps)}
+        return {**common, "learning_rate": params.learning_rate, "n_steps": n_steps,
+                "batch_size": min(params.ppo_batch_size, n_steps), "n_epochs": params.ppo_epochs,
+                "ent_coef": params.ent_coef}  # fmt: skip
     if tier == "a2c":
-        return {**common, "n_steps": params.a2c_n_steps}
+        return {**common, "learning_rate": params.learning_rate, "n_steps": params.a2c_n_steps,
+                "ent_coef": params.ent_coef}  # fmt: skip
     if tier == "dqn":
-        budget = params.timesteps
-        return {**common, "buffer_size": min(params.dqn_buffer_size, budget),
+        budget = params.tier_timesteps(tier)
+        target = max(1, min(params.dqn_target_update, budget // 10))
+        return {**common, "learning_rate": params.dqn_learning_rate,
+                "buffer_size": min(params.dqn_buffer_size, budget),
                 "learning_starts": min(params.dqn_learning_starts, budget // 2),
-                "batch_size": 32, "train_freq": 4, "exploration_fraction": 0.3,
-                "target_update_interval": max(1, min(500, budget // 10))}  # fmt: skip
+                "batch_size": params.dqn_batch_size, "train_freq": params.dqn_train_freq,
+                "exploration_fraction": params.dqn_exploration_fraction,
+                "target_update_interval": target}  # fmt: skip
     raise ValueError(f"unknown SB3 tier {tier!r}; choose one of {sorted(SB3_POLICIES)}")
 
 
 def train_sb3(
-    tier: str, env: gym.Env, params: TrainingParams, seed: int, run: Any | None = None
+    tier: str,
+    env: gym.Env,
+    params: TrainingParams,
+    seed: int,
+    reward_scale: float,
+    run: Any | None = None,
 ) -> tuple[SB3Policy, pl.DataFrame, dict[str, Any]]:
-    """Train `tier` on `env` for `params.timesteps` steps with fixed seed and thread count.
+    """Train `tier` on `env` for its budget (`params.tier_timesteps`) with fixed seed and threads.
 
-    The env's rewards are scaled by `params.reward_scale` for learning; the learning curve is in
-    unscaled reward units. With a W&B `run`, SB3's metrics are logged to it every
+    The env's rewards are multiplied by `reward_scale` (the spec's) for learning; the learning
+    curve is in unscaled (money) units. With a W&B `run`, SB3's metrics are logged to it every
     `params.log_every` steps while the model trains (`tracking.wandb_callback`).
 
     Returns:
@@ -179,8 +194,8 @@ def train_sb3(
     from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.utils import set_random_seed
 
-    hyper = sb3_hyperparameters(tier, params)
-    scaled = gym.wrappers.TransformReward(env, lambda r: r * params.reward_scale)
+    hyper, steps = sb3_hyperparameters(tier, params), params.tier_timesteps(tier)
+    scaled = gym.wrappers.TransformReward(env, lambda r: r * reward_scale)
     with torch_threads(params.torch_threads):
         set_random_seed(seed)
         algo = _algorithm_class(SB3_POLICIES[tier].algorithm)
@@ -189,13 +204,13 @@ def train_sb3(
         # Progress goes through our callback's logging; SB3's default logger would create an
         # empty /tmp/SB3-<timestamp> folder per training run.
         model.set_logger(Logger(folder=None, output_formats=[]))
-        callback = _curve_callback_class()(params.log_every, params.reward_scale)
+        callback = _curve_callback_class()(params.log_every, reward_scale)
         callbacks = [callback]
         if run is not None:
-            callbacks.append(wandb_callback(run, params.log_every, params.reward_scale))
-        model.learn(total_timesteps=params.timesteps, callback=CallbackList(callbacks))
+            callbacks.append(wandb_callback(run, params.log_every, reward_scale))
+        model.learn(total_timesteps=steps, callback=CallbackList(callbacks))
     curve = pl.DataFrame(callback.rows, schema=LEARNING_CURVE_SCHEMA, orient="row")
     record = {**hyper, "algorithm": SB3_POLICIES[tier].algorithm, "device": params.device,
-              "torch_threads": params.torch_threads, "reward_scale": params.reward_scale,
-              "timesteps": params.timesteps}  # fmt: skip
+              "torch_threads": params.torch_threads, "reward_scale": reward_scale,
+              "timesteps": steps}  # fmt: skip
     return SB3_POLICIES[tier](model), curve, record

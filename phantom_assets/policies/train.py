@@ -1,8 +1,9 @@
 """`train_policy`: one entry point for every tier and mode, and `load_policy` for its files.
 
-Modes: `baseline` trains on the nominal market without the leakage penalty (λ = 0, no adversary);
-`robust` trains against the worst α of the ambiguity set with the spec's λ. Heuristic tiers have no
-mode (they never see a reward); the linear tier fits demand on the nominal market.
+A learnable mode's market comes from `keys.TRAINING_MODES`: the adversary over (α, K) when the
+mode is robust, λ = the ablation λ when it is charged, else λ = 0 (the leak measured, not charged).
+Heuristic tiers have no mode (they never see a reward); the linear tier fits demand on the nominal
+market with λ = 0.
 """
 
 from __future__ import annotations
@@ -21,7 +22,12 @@ from phantom_assets.policies.heuristics import (
     SurgePolicy,
     fit_linear_policy,
 )
-from phantom_assets.policies.keys import HEURISTIC_MODE, HEURISTIC_TIERS, check_tier_mode
+from phantom_assets.policies.keys import (
+    HEURISTIC_MODE,
+    HEURISTIC_TIERS,
+    check_tier_mode,
+    mode_market,
+)
 from phantom_assets.policies.qtable import QTablePolicy, qtable_hyperparameters, train_qtable
 from phantom_assets.policies.sb3 import SB3_POLICIES, train_sb3
 from phantom_assets.policies.tracking import TrackedEpisodes
@@ -38,13 +44,10 @@ POLICY_FILENAMES: dict[str, str] = {
 """File name of each tier's saved policy inside its partition folder."""
 
 
-def training_env(spec: MarketSpec, alpha: float, mode: str) -> gym.Env:
-    """The market a mode trains on: baseline = nominal with λ = 0, robust = adversarial, spec λ."""
-    if mode == "robust":
-        return make_env(spec, alpha, robust=True, lam=spec.lam)
-    if mode in ("baseline", HEURISTIC_MODE):
-        return make_env(spec, alpha, robust=False, lam=0.0)
-    raise ValueError(f"unknown training mode {mode!r}; choose 'baseline' or 'robust'")
+def training_env(spec: MarketSpec, alpha: float, mode: str, ablation_lam: float) -> gym.Env:
+    """The market a mode trains on (`keys.mode_market`); heuristics: nominal with λ = 0."""
+    robust, lam = mode_market(mode, ablation_lam)
+    return make_env(spec, alpha, robust=robust, lam=lam)
 
 
 def train_policy(
@@ -60,17 +63,18 @@ def train_policy(
 
     Args:
         tier: one of `TIERS`.
-        mode: "baseline" | "robust" for learnable tiers, None for heuristics.
+        mode: a `TRAINING_MODES` name for learnable tiers, None for heuristics.
         spec: the compiled market.
         alpha: training contamination level in [0, 1].
-        params: budgets and hyperparameters.
+        params: budgets and hyperparameters (`params.ablation_lam`: λ of the charged modes).
         seed: training seed (exploration, env, network initialisation).
         run: optional W&B run (`tracking.wandb_run`) the learnable tiers log to while they train:
             SB3 tiers through `tracking.wandb_callback`, the Q-table per episode through
             `tracking.TrackedEpisodes`. Tracking never changes the trained policy.
 
     Returns:
-        The policy with its learning curve (empty for heuristics), hyperparameters and seed.
+        The policy with its learning curve (empty for heuristics), hyperparameters (with the
+        mode's robust flag and λ for learnable tiers) and seed.
     """
     check_tier_mode(tier, mode)
     if not 0.0 <= alpha <= 1.0:
@@ -79,23 +83,26 @@ def train_policy(
     logger.info("training %s (%s) at alpha=%.2f, seed %d", tier, mode_name, alpha, seed)
     common = {"tier": tier, "mode": mode_name, "alpha": float(alpha), "seed": int(seed)}
     if tier == "static":
-        policy = StaticPolicy.mid(spec.n_actions)
-        return TrainedPolicy(policy, hyperparameters={"level": policy.level}, **common)
+        policy = StaticPolicy.undefended(spec)
+        return TrainedPolicy(policy, hyperparameters={"action": policy.action}, **common)
     if tier == "surge":
-        surge = SurgePolicy(spec.n_actions, params.surge_threshold, params.surge_memory)
+        surge = SurgePolicy(spec.action_shape, params.surge_threshold, params.surge_memory)
         hyper = {"threshold": surge.threshold, "memory": surge.memory}
         return TrainedPolicy(surge, hyperparameters=hyper, **common)
-    env = training_env(spec, alpha, mode_name)
+    env = training_env(spec, alpha, mode_name, params.ablation_lam)
     if tier == "linear":
         linear, summary = fit_linear_policy(env, spec, params.linear_warmup_episodes, seed)
         hyper = {"warmup_episodes": params.linear_warmup_episodes, **summary}
         return TrainedPolicy(linear, hyperparameters=hyper, **common)
+    market = {"robust": env.unwrapped.robust, "lam": env.unwrapped.lam}
     if tier == "qtable":
-        table, curve = train_qtable(env if run is None else TrackedEpisodes(env, run), params, seed)
-        hyper = qtable_hyperparameters(params)
+        tracked = env if run is None else TrackedEpisodes(env, run)
+        table, curve = train_qtable(tracked, spec, params, seed)
+        hyper = {**qtable_hyperparameters(params, spec), **market}
         return TrainedPolicy(table, hyperparameters=hyper, learning_curve=curve, **common)
-    model, curve, hyper = train_sb3(tier, env, params, seed, run=run)
-    return TrainedPolicy(model, hyperparameters=hyper, learning_curve=curve, **common)
+    model, curve, hyper = train_sb3(tier, env, params, seed, spec.reward_scale, run=run)
+    return TrainedPolicy(model, hyperparameters={**hyper, **market}, learning_curve=curve,
+                         **common)  # fmt: skip
 
 
 def load_policy(tier: str, path: str | Path, device: str = "cpu") -> Policy:

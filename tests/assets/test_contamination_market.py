@@ -19,7 +19,6 @@ import duckdb
 import numpy as np
 import polars as pl
 import pytest
-from scipy.stats import norm
 
 from orchestration.resources import build_resources
 from orchestration.runner import PipelineReport, run_pipeline
@@ -27,7 +26,7 @@ from phantom_assets.config import Settings, load_settings
 from phantom_assets.constants import DEMAND_WEIGHTS, END_TOKEN, KERNEL_STATES, START_TOKEN, STORES
 from phantom_assets.fingerprint.calibration import apply_logistic
 from phantom_assets.lake import alpha_from_key, alpha_key
-from phantom_assets.market import MarketSpec, make_env
+from phantom_assets.market import MarketSpec, engagement_w1, make_env
 from phantom_assets.simulate import simulate_to_incoming
 from tests.pipeline_helpers import DEMO_DEFS as defs
 from tests.pipeline_helpers import TINY_SIMULATION, simulation_params
@@ -254,7 +253,9 @@ def test_market_spec_round_trips_with_the_store_kernels_in_row_orientation(
     assert (folder / "spec.npz").exists() and (folder / "spec.json").exists()
     spec = MarketSpec.load(folder)
     spec.save(tmp_path)
-    assert MarketSpec.load(tmp_path).to_json() == spec.to_json()
+    back = MarketSpec.load(tmp_path)
+    assert back._scalars() == spec._scalars()
+    np.testing.assert_array_equal(back.agent_score, spec.agent_score)
     assert spec.n_products == built.settings.market.n_products
     human = _kernel_probs(built, store, "human")
     index = {s: i for i, s in enumerate(KERNEL_STATES)}
@@ -274,13 +275,12 @@ def test_market_env_built_from_the_saved_spec_steps(built: Built):
         assert info["alpha"] in info["candidate_alphas"]
 
 
-def test_market_metadata_half_width_is_radius_over_normal_w1(built: Built):
-    # Oracle: W1 of two normals = E|Δμ + Δσ·Z| (folded normal mean, closed form).
+def test_market_banks_are_scored_with_the_store_detector_and_set_the_half_width(built: Built):
+    """The spec's banks use the store's selected f (agents score higher than humans on the
+    store's own kernels) and the α half-width is ε over the engagement W1 of those banks."""
     spec = MarketSpec.load(built.lake / "market_simulators" / "store=airline")
-    m, s = spec.mu_human - spec.mu_agent, abs(spec.sigma_human - spec.sigma_agent)
-    w1 = s * math.sqrt(2 / math.pi) * math.exp(-(m**2) / (2 * s**2)) + m * (
-        1 - 2 * norm.cdf(-m / s)
-    )
+    human, agent = spec.banks
+    assert agent.score.mean() > human.score.mean()
     record = built.instance.fetch_materializations(
         dg.AssetRecordsFilter(
             asset_key=dg.AssetKey("market_simulators"), asset_partitions=["airline"]
@@ -288,9 +288,11 @@ def test_market_metadata_half_width_is_radius_over_normal_w1(built: Built):
         limit=1,
     ).records[0]
     metadata = record.asset_materialization.metadata
-    assert metadata["w1_valuation"].value == pytest.approx(w1, rel=1e-6)
+    w1 = engagement_w1(human, agent)
+    assert metadata["w1_engagement"].value == pytest.approx(w1, rel=1e-9)
     expected = min(built.settings.market.ambiguity_radius_w1 / w1, 1.0)
-    assert metadata["alpha_half_width"].value == pytest.approx(expected, rel=1e-6)
+    assert metadata["alpha_half_width"].value == pytest.approx(expected, rel=1e-9)
+    assert metadata["n_actions"].value == spec.n_actions
 
 
 def test_env_check_passed_for_every_store(built: Built):

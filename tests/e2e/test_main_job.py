@@ -47,9 +47,12 @@ def test_main_job_completes_and_prints_the_summary(workspace):
     assert "== PHANTOM summary ==" in run.stdout
     assert "quarantined rows: 0" in run.stdout
     curves = pl.read_parquet(data / "lake/benchmark_curves/store=hotel/curves.parquet")
-    assert {"policy", "tier", "mode", "alpha", "metric", "mean", "ci_low", "ci_high", "n"} <= set(
-        curves.columns
-    )
+    contract = {"policy", "tier", "mode", "alpha", "k", "metric", "mean", "ci_low", "ci_high", "n"}
+    assert contract <= set(curves.columns)
+    erosion = pl.read_parquet(data / "lake/coi_erosion/store=hotel/coi_erosion.parquet")
+    assert {"alpha", "k", "class", "coi", "ci_low", "ci_high", "n"} <= set(erosion.columns)
+    oracle = pl.read_parquet(data / "lake/market_oracle/store=hotel/oracle.parquet")
+    assert {"alpha", "k", "action", "level", "markup", "delta", "profit"} <= set(oracle.columns)
     assert (data / "lake/certification_report/store=hotel/report.md").exists()
 
 
@@ -64,7 +67,10 @@ def test_certification_report_pairs_held_out_episode_seeds_only(workspace):
         assert report["n_pairs"] == len(report["test_seeds"]) == 3  # TINY_CONFIG test_episodes
         assert set(report["selection_seeds"]).isdisjoint(report["test_seeds"])
         assert [c["n"] for c in report["gate"]["comparisons"]] == [3, 3]
-        assert report["baseline"] == report["candidate"].replace("-robust-", "-baseline-")
+        # What is certified is the agent-aware defence: vs the undefended static engine.
+        assert report["baseline"] == report["gate"]["static"]
+        assert report["baseline"].startswith("static-")
+        assert "detector value" in json.dumps(report["gate"]["comparisons"]).replace("_", " ")
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.integration
 # Everything but training and later: the cheap, eagerly rebuilt part of the graph.
 CHEAP = " or ".join(
     f"10+key:{key}"  # all upstream (the `*x` shorthand does not combine with `or`)
-    for key in ("market_simulators", "contaminated_datasets", "separability_report")
+    for key in ("coi_erosion", "market_oracle", "contaminated_datasets", "separability_report")
 )
 PER_STORE = (
     "store_warehouse",
@@ -35,6 +35,8 @@ PER_STORE = (
     "separability_report",
     "contaminated_datasets",
     "market_simulators",
+    "coi_erosion",
+    "market_oracle",
 )
 STORE_SCOPED_DOWNSTREAM = PER_STORE[1:]  # every per-store asset after the store's slice
 

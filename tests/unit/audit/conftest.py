@@ -1,13 +1,59 @@
-"""Builders for audit tests: artifact files on disk and the records that describe them."""
+"""Builders for audit tests: artifact files on disk and the records that describe them, and
+v2 stress tables of the real shape (the calibration study's builder) with planted effects."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+import polars as pl
 import pytest
 
-from phantom_assets.audit import ArtifactRecord, CertificationReport, file_digests_of
+from phantom_assets.audit import (
+    ArtifactRecord,
+    CertificationReport,
+    GateDecision,
+    file_digests_of,
+    promotion_gate,
+)
+from phantom_assets.calibration.gate import HARM_BOUND, POLICIES, STATIC, GateLayout, stress_table
 from phantom_assets.storage import combined_digest
+
+PASSED = {key: () for key in POLICIES if key != STATIC}
+WINNER = "dqn-robust-a050"
+
+
+def gate_table(seed: int = 0, **layout) -> pl.DataFrame:
+    """A null stress table (no effect anywhere) of the real shape."""
+    return stress_table(GateLayout("null", **layout), np.random.default_rng(seed))
+
+
+def run_gate(stress: pl.DataFrame, **kwargs) -> GateDecision:
+    """`promotion_gate` against the static engine, every check passed, harm bound 0.05."""
+    options = {"static": STATIC, "failed_checks": PASSED, "rng": np.random.default_rng(0),
+               "max_human_harm": HARM_BOUND}  # fmt: skip
+    return promotion_gate(stress, **{**options, **kwargs})
+
+
+def plant(
+    stress: pl.DataFrame, policy: str, *, profit: float = 0.0, value: float = 0.0,
+    harm: float = 0.0, split: str | None = None,
+) -> pl.DataFrame:  # fmt: skip
+    """`profit` added with both detectors, `value` with the fitted one only (a detector value),
+    `harm` to the harm share, on `split`'s rows of `policy` (all splits if None)."""
+    rows = pl.col("policy") == policy
+    if split is not None:
+        rows &= pl.col("split") == split
+    added = profit + pl.when(pl.col("detector") == "fitted").then(value).otherwise(0.0)
+    return stress.with_columns(
+        profit=pl.col("profit") + pl.when(rows).then(added).otherwise(0.0),
+        human_harm=pl.col("human_harm") + pl.when(rows).then(harm).otherwise(0.0),
+    )
+
+
+def defence(stress: pl.DataFrame, policy: str = WINNER) -> pl.DataFrame:
+    """A clear agent-aware defence: +3 profit over static, detector value +1."""
+    return plant(stress, policy, profit=3.0, value=1.0)
 
 
 def record_for(
@@ -69,23 +115,64 @@ def report(lineage: list[ArtifactRecord]) -> CertificationReport:
         records=tuple(lineage),
         gate={
             "candidate": "ppo-robust-a050",
-            "baseline": "ppo-baseline-a050",
-            "static": "static-a000",
+            "static": "static-a050",
+            "baseline": "static-a050",
             "n_pairs": 8,
             "p_value": 0.0039,
             "selection_seeds": list(range(17, 25)),
             "test_seeds": list(range(100, 108)),
             "comparisons": [
                 {
-                    "reference": "ppo-baseline-a050",
-                    "role": "baseline twin",
+                    "role": "profit vs static engine",
+                    "reference": "static-a050",
                     "n": 8,
                     "mean_diff": 1.5,
                     "ci_low": 0.5,
                     "ci_high": 2.5,
                     "p_value": 0.0039,
                 },
+                {
+                    "role": "detector value",
+                    "reference": "ppo-robust-a050 with permuted f",
+                    "n": 8,
+                    "mean_diff": 0.25,
+                    "ci_low": 0.125,
+                    "ci_high": 0.5,
+                    "p_value": 0.0039,
+                },
             ],
+            "human_harm": {
+                "metric": "human_harm",
+                "n": 8,
+                "mean": 0.02,
+                "upper": 0.03,
+                "bound": 0.05,
+                "within": True,
+                "p_value": 0.001,
+            },
+            "candidates": [
+                {
+                    "policy": "ppo-robust-a050",
+                    "profit_advantage": 1.25,
+                    "detector_value": 0.5,
+                    "score": 0.5,
+                    "p_profit": 0.0039,
+                    "p_detector": 0.0039,
+                    "p_harm": 0.001,
+                    "p_value": 0.0039,
+                    "p_holm": 0.0039,
+                    "failed_checks": [],
+                },
+            ],
+            "profit_at_reported_alpha0": {
+                "alpha0": 1.0,
+                "reference": "static-a050",
+                "n": 8,
+                "mean_diff": 2.0,
+                "ci_low": None,
+                "ci_high": 3.0,
+                "p_value": 0.0078,
+            },
         },
         config={"profile": "demo", "alpha_grid": [0.0, 0.3]},
         seeds={"train": 7, "eval": [1, 2]},

@@ -1,120 +1,129 @@
-"""Promotion gate: selection seeds choose, held-out seeds test, pairs are episode seeds.
+"""Promotion gate v2: selection seeds choose, held-out seeds test the agent-aware defence.
 
-Fixtures have the real shape (12 robust candidates, 12 twins, the static engine × 3 α0 × 8
-selection + 8 held-out episode seeds × training seeds), built by the calibration study's own
-table builder, so a many-to-many join or a selection on the test seeds shows up here.
+Fixtures have the real shape (24 learnable candidates, 2 heuristics and the static engine × 3 α0
+× 8 selection + 8 held-out episode seeds × training seeds × both detectors), built by the
+calibration study's own table builder, so a many-to-many join or a selection on the test seeds
+shows up here.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import json
 
-import numpy as np
 import polars as pl
 import pytest
 
-from phantom_assets.audit import (
-    holm_adjust,
-    paired_differences,
-    per_seed,
-    promotion_gate,
-    rank_candidates,
-)
-from phantom_assets.calibration.gate import STATIC, GateLayout, _policies, stress_table
-
-ROBUST, TWINS = _policies()
-PASSED = {key: () for key in ROBUST}
+from phantom_assets.audit import holm_adjust, per_seed, rank_candidates, select_candidates
+from phantom_assets.audit.gate import REPORTED_ALPHA0
+from phantom_assets.audit.records import GATE_CONTRACT_KEYS
+from phantom_assets.calibration.gate import HARM_BOUND, STATIC
+from tests.unit.audit.conftest import PASSED, WINNER, defence, gate_table, plant, run_gate
 
 
-def _table(layout: GateLayout, seed: int = 0) -> pl.DataFrame:
-    return stress_table(layout, np.random.default_rng(seed))
+def test_gate_certifies_a_planted_agent_aware_defence_on_held_out_seeds():
+    decision = run_gate(defence(gate_table(train_seeds=3)))
+    assert decision.certified, decision.reasons
+    assert decision.candidate == WINNER and decision.static == STATIC
+    assert decision.n_pairs == 8 == len(decision.test_seeds)
+    assert set(decision.selection_seeds).isdisjoint(decision.test_seeds)
+    assert decision.profit_vs_static.ci_low > 0 and decision.detector_value.ci_low > 0
+    assert decision.human_harm.within and decision.p_value <= 0.025
+    assert decision.reasons[0].startswith("certified: all blocking checks passed")
+    roles = [c["role"] for c in decision.to_dict()["comparisons"]]
+    assert roles == ["profit vs static engine", "detector value"]
 
 
-def _gate(stress: pl.DataFrame, **kwargs) -> object:
-    options = {"static": STATIC, "failed_checks": PASSED, "rng": np.random.default_rng(0)}
-    return promotion_gate(stress, **{**options, **kwargs})
+def test_gate_refuses_a_defence_without_detection():
+    # Indistinguishable humans and agents: permuted f quotes exactly like fitted f, so the
+    # detector value is 0 on every seed however much the defence raises profit (DESIGN §8).
+    stress = plant(gate_table(), WINNER, profit=10.0)
+    fitted = stress.filter(pl.col("detector") == "fitted")
+    stress = pl.concat([fitted, fitted.with_columns(detector=pl.lit("permuted"))])
+    decision = run_gate(stress)
+    assert not decision.certified
+    assert decision.profit_vs_static.ci_low > 0
+    assert decision.detector_value.mean_diff == 0.0 == decision.detector_value.ci_low
+    assert [r for r in decision.reasons if "detector value" in r] == [
+        "not certified: detector value (fitted - permuted f): the 95% CI [0, 0] (mean 0, "
+        "n = 8 seeds, one-sided p = 1) does not lie above zero"
+    ]
 
 
-def _lift(stress: pl.DataFrame, policy: str, amount: float) -> pl.DataFrame:
-    return stress.with_columns(
-        pl.when(pl.col("policy") == policy)
-        .then(pl.col("reward") + amount)
-        .otherwise(pl.col("reward"))
-        .alias("reward")
+def test_gate_refuses_a_defence_that_harms_humans_beyond_the_bound():
+    # Harmless on the selection seeds (so it is selected), harmful on the held-out seeds.
+    decision = run_gate(plant(defence(gate_table()), WINNER, harm=0.1, split="test"))
+    assert not decision.certified and decision.candidate == WINNER
+    assert decision.human_harm.upper > HARM_BOUND
+    assert decision.profit_vs_static.ci_low > 0 and decision.detector_value.ci_low > 0
+    (reason,) = decision.reasons
+    harm = decision.human_harm
+    assert reason.startswith("not certified: human harm: held-out mean ")
+    assert f"upper bound {harm.upper:.4g} vs the bound 0.05 (n = 8 seeds)" in reason
+
+
+def test_holm_combines_the_three_p_values_of_each_tested_candidate():
+    stress = plant(defence(gate_table()), "ppo-robust-a100", profit=4.0, value=1.5)
+    decision = run_gate(stress, n_candidates=3)
+    assert decision.certified and decision.candidate in {WINNER, "ppo-robust-a100"}
+    table = decision.candidates
+    assert len(table) == 3
+    for row in table:
+        assert row["p_value"] == max(row["p_profit"], row["p_detector"], row["p_harm"])
+    assert [r["p_holm"] for r in table] == pytest.approx(
+        list(holm_adjust([r["p_value"] for r in table]))
     )
 
 
-def test_gate_certifies_a_candidate_that_beats_twin_and_static_on_held_out_seeds():
-    stress = _lift(_table(GateLayout("null", train_seeds=3)), "dqn-robust-a050", 3.0)
-    decision = _gate(stress)
-    assert decision.certified, decision.reasons
-    assert decision.candidate == "dqn-robust-a050" and decision.baseline == "dqn-baseline-a050"
-    assert decision.n_pairs == 8 == len(decision.test_seeds)
-    assert set(decision.selection_seeds).isdisjoint(decision.test_seeds)
-    assert decision.ci_low > 0 and decision.p_value <= 0.025
-    assert [c["reference"] for c in decision.comparisons] == ["dqn-baseline-a050", STATIC]
-    assert decision.reasons[0].startswith("certified: all blocking checks passed")
-
-
-def test_gate_pairs_one_value_per_held_out_seed_whatever_the_training_seeds():
-    # Regression: pairing on seed alone turned 8 seeds x 25 train/alpha0 rows into 200 "pairs".
-    stress = _table(GateLayout("null", train_seeds=5))
-    assert stress.filter(pl.col("split") == "test").height > 8 * 25
-    values = per_seed(stress, "reward")["test"]
-    diff = paired_differences(values, "ppo-robust-a000", "ppo-baseline-a000")
-    assert diff.shape == (8,)
-    assert _gate(stress).n_pairs == 8
-
-
-def test_gate_refuses_a_candidate_identical_to_its_twin():
-    # Regression (v1 hotel): every pair differed by exactly 0, yet the CI was [-4052, 4228].
-    decision = _gate(_table(GateLayout("twins", twins_identical=True)))
-    assert not decision.certified
-    assert decision.mean_diff == 0.0 and decision.ci_low == 0.0 == decision.ci_high
-    assert any("baseline twin" in reason for reason in decision.reasons)
-
-
-def test_gate_refuses_a_candidate_that_beats_its_twin_but_not_the_static_engine():
-    decision = _gate(_table(GateLayout("weak twin", twin_lift=-5.0)))
-    assert not decision.certified
-    assert decision.ci_low > 0  # it does beat its twin ...
-    assert any("static engine" in reason for reason in decision.reasons)  # ... not the engine
+def test_holm_over_more_candidates_than_eight_seeds_can_afford_refuses_even_a_clear_winner():
+    # 8 held-out seeds: the smallest exact sign-flip p is 1/256; Holm over 8 candidates makes it
+    # 8/256 = 0.031 > 0.025, so the gate cannot certify, and says why.
+    decision = run_gate(plant(gate_table(), WINNER, profit=30.0, value=10.0), n_candidates=8)
+    assert not decision.certified and decision.candidate == WINNER
+    assert decision.reasons == ("not certified: Holm-adjusted p = 0.0312 exceeds 0.025",)
 
 
 def test_gate_selects_on_selection_seeds_only():
     # The worst candidate on the selection seeds, made brilliant on the held-out seeds, is never
-    # chosen: the test seeds must not influence the selection.
-    stress = _table(GateLayout("null"))
-    ranked = rank_candidates(per_seed(stress, "reward")["selection"], STATIC)
+    # chosen, and no change to the held-out rows moves a selection score.
+    stress = gate_table()
+    ranked = rank_candidates(per_seed(stress, "profit")["selection"], STATIC)
     top, worst = ranked["policy"][0], ranked["policy"][-1]
-    lucky = (pl.col("policy") == worst) & (pl.col("split") == "test")
-    stress = stress.with_columns(
-        pl.when(lucky).then(pl.col("reward") + 50).otherwise(pl.col("reward")).alias("reward")
-    )
-    assert _gate(stress).candidate == top != worst
+    lucky = plant(stress, worst, profit=50.0, value=50.0, split="test")
+    assert run_gate(lucky).candidate == top != worst
+    scores = [(r["policy"], r["score"]) for r in run_gate(stress, n_candidates=4).candidates]
+    assert [(r["policy"], r["score"]) for r in run_gate(lucky, n_candidates=4).candidates] == scores
 
 
 def test_gate_refuses_a_clear_winner_whose_lineage_failed_a_blocking_check():
-    stress = _lift(_table(GateLayout("null")), "qtable-robust-a000", 3.0)
-    failed = {
-        **PASSED,
-        "qtable-robust-a000": ("transition_kernels [agent|hotel]: rows_sum_to_one",),
-    }
-    decision = _gate(stress, failed_checks=failed)
+    failed = {**PASSED, WINNER: ("transition_kernels [agent|hotel]: rows_sum_to_one",)}
+    decision = run_gate(defence(gate_table()), failed_checks=failed)
     assert not decision.certified
-    assert decision.reasons[0] == (
-        "not certified: blocking checks failed: transition_kernels [agent|hotel]: rows_sum_to_one"
+    assert decision.reasons == (
+        "not certified: blocking checks failed: transition_kernels [agent|hotel]: rows_sum_to_one",
     )
 
 
-def test_gate_with_several_candidates_certifies_the_best_that_survives_holm():
-    stress = _lift(_table(GateLayout("null")), "ppo-robust-a100", 4.0)
-    stress = _lift(stress, "a2c-robust-a000", 4.5)
-    decision = _gate(stress, n_candidates=3)
-    assert decision.certified and decision.candidate in {"ppo-robust-a100", "a2c-robust-a000"}
-    assert len(decision.candidates) == 3
-    holm = [c["p_holm"] for c in decision.candidates]
-    assert holm == pytest.approx(list(holm_adjust([c["p_value"] for c in decision.candidates])))
+def test_gate_reports_the_profit_advantage_at_alpha0_one_from_that_cell_only():
+    stress = plant(defence(gate_table()), WINNER, profit=7.0, split="test")
+    cell = stress.filter((pl.col("alpha0") == REPORTED_ALPHA0) & (pl.col("split") == "test")
+                         & (pl.col("detector") == "fitted"))  # fmt: skip
+    means = cell.group_by("policy").agg(pl.col("profit").mean()).rows_by_key("policy")
+    decision = run_gate(stress)
+    reported = decision.profit_at_reported_alpha0
+    assert reported.n == 8
+    assert reported.mean_diff == pytest.approx(means[WINNER][0][0] - means[STATIC][0][0])
+    without = run_gate(stress.filter(pl.col("alpha0") != REPORTED_ALPHA0))
+    assert without.profit_at_reported_alpha0 is None
+    assert without.to_dict()["profit_at_reported_alpha0"] is None
+
+
+def test_gate_is_reproducible_and_its_numbers_are_json_with_the_contract_keys():
+    stress = gate_table(seed=3, test_seeds=20)  # random sign flips above 16 seeds
+    first = run_gate(stress).to_dict()
+    assert first == run_gate(stress).to_dict()
+    json.dumps(first, allow_nan=False)
+    assert set(GATE_CONTRACT_KEYS) <= set(first) and first["baseline"] == STATIC
+    assert first["n_pairs"] == 20 and first["human_harm"]["metric"] == "human_harm"
 
 
 def test_holm_adjust_matches_the_step_down_definition():
@@ -125,47 +134,49 @@ def test_holm_adjust_matches_the_step_down_definition():
         holm_adjust([1.5])
 
 
-def test_gate_is_reproducible_for_a_table():
-    stress = _table(GateLayout("null"))
-    assert _gate(stress).to_dict() == _gate(stress).to_dict()
-
-
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
         (lambda t: t.filter(pl.col("split") == "selection"), "both a 'selection' and a 'test'"),
-        (lambda t: t.with_columns(pl.lit("selection").alias("split")), "both a 'selection'"),
         (lambda t: t.filter(pl.col("policy") != STATIC), "static engine"),
-        (lambda t: t.filter(~pl.col("policy").str.contains("baseline")), "baseline twin"),
         (
             lambda t: t.filter(~((pl.col("policy") == STATIC) & (pl.col("seed") == 12))),
             "different test seeds",
         ),
-        (lambda t: t.drop("alpha0"), "lack columns"),
+        (
+            lambda t: t.filter((pl.col("policy") != WINNER) | (pl.col("detector") == "fitted")),
+            "no selection stress rows",
+        ),
+        (lambda t: t.drop("human_harm"), "lack columns"),
+        (lambda t: t.drop("detector"), "lack columns"),
+        (
+            lambda t: t.with_columns(
+                seed=pl.when(pl.col("split") == "test")
+                .then(pl.col("seed") - 8)
+                .otherwise(pl.col("seed"))
+            ),
+            "overlap",
+        ),
     ],
 )
 def test_gate_rejects_broken_stress_tables_naming_the_problem(mutate, message):
-    stress = _lift(_table(GateLayout("null")), "dqn-robust-a000", 9.0)  # dqn-robust-a000 tested
     with pytest.raises(ValueError, match=message):
-        _gate(mutate(stress))
-
-
-def test_gate_rejects_overlapping_seed_sets():
-    stress = _table(GateLayout("null"))
-    overlapping = stress.with_columns(
-        pl.when(pl.col("split") == "test").then(pl.col("seed") - 8).otherwise(pl.col("seed"))
-    )
-    with pytest.raises(ValueError, match="overlap"):
-        _gate(overlapping)
+        run_gate(mutate(defence(gate_table())))
 
 
 def test_gate_needs_check_results_for_every_tested_candidate():
     with pytest.raises(ValueError, match="no check results"):
-        _gate(_table(GateLayout("null")), failed_checks={})
+        run_gate(gate_table(), failed_checks={})
 
 
-def test_layout_shapes_are_the_designs():
-    layout = dataclasses.replace(GateLayout("null"), train_seeds=3)
-    stress = _table(layout)
-    assert stress.height == 25 * 16 * 3 * 3
-    assert stress.group_by("split").agg(pl.col("seed").n_unique())["seed"].to_list() == [8, 8]
+def test_selection_prefers_candidates_within_the_harm_bound():
+    """A harmful defence with the best score on the selection seeds is passed over for one whose
+    selection-seed harm is within the bound: the gate would refuse it anyway."""
+    stress = plant(defence(gate_table()), WINNER, profit=5.0, value=5.0, harm=0.1)
+    other = next(p for p in stress["policy"].unique().sort() if p not in (WINNER, STATIC))
+    stress = defence(stress, other)
+    ranked = select_candidates(stress, STATIC, HARM_BOUND, 100)
+    assert ranked["policy"][0] == other
+    assert ranked.filter(pl.col("policy") == WINNER)["harm_within"].to_list() == [False]
+    assert ranked["harm_within"].to_list()[-1] is False  # the harmful one ranks after the rest
+    assert ranked.filter(~pl.col("harm_within"))["policy"].to_list() == [WINNER]

@@ -1,5 +1,6 @@
-"""Benchmark statistics against numpy/scipy oracles on protocol-shaped rows (policies × α ×
-8 episode seeds × 3 training seeds): the episode seed is the unit, duplicates never shrink a CI."""
+"""Benchmark statistics against numpy/scipy oracles on protocol-shaped rows (policies × α × K ×
+both detectors × 8 episode seeds × 3 training seeds): the episode seed is the unit, duplicates
+never shrink a CI, paired comparisons join one-to-one."""
 
 from __future__ import annotations
 
@@ -11,58 +12,52 @@ from scipy import stats
 
 from phantom_assets.evaluation import (
     CURVE_SCHEMA,
+    DIFFERENCE_SCHEMA,
+    PAIR_COLUMNS,
     benchmark_curves,
     cluster_ols,
-    defended_vs_baseline,
     episode_seed_means,
-    paired_difference,
+    paired_differences,
     revenue_regression,
-    t_mean_ci,
+    t_intervals,
 )
+from tests.unit.evaluation.conftest import protocol_rows
 
-METRICS = ("revenue", "leakage")
-POLICIES = ("ppo-baseline-a050", "ppo-robust-a050", "static-a000")
-ALPHAS = (0.0, 0.5, 1.0)
-EPISODES, TRAIN_SEEDS = 8, 3
-
-
-def protocol_rows(policies=POLICIES, alphas=ALPHAS, episodes=EPISODES, train_seeds=TRAIN_SEEDS,
-                  seed=0) -> pl.DataFrame:  # fmt: skip
-    """revenue = 100 − 30α + 5·(policy index) + episode effect (sd 10, shared by every policy and
-    α) + training-seed effect + noise; `leakage` uniform noise."""
-    rng = np.random.default_rng(seed)
-    shape = (len(policies), len(alphas), episodes, train_seeds)
-    pol, alpha, episode, train = np.indices(shape).reshape(4, -1)
-    revenue = (100 - 30 * np.asarray(alphas)[alpha] + 5 * pol + rng.normal(0, 10, episodes)[episode]
-               + rng.normal(0, 3, (len(policies), train_seeds))[pol, train]
-               + rng.normal(0, 2, pol.size))  # fmt: skip
-    return pl.DataFrame({
-        "policy": np.asarray(policies)[pol], "alpha": np.asarray(alphas, dtype=float)[alpha],
-        "seed": episode + 100, "train_seed": train, "revenue": revenue,
-        "leakage": rng.uniform(0, 1, pol.size)})  # fmt: skip
+METRICS = ("profit", "leak")
+POLICIES = {"dqn-baseline-a050": ("dqn", "baseline", 0.5),
+            "dqn-robust-a050": ("dqn", "robust", 0.5),
+            "static-a000": ("static", "heuristic", 0.0)}  # fmt: skip
+ALPHAS, KS, EPISODES, TRAIN_SEEDS = (0.0, 0.5, 1.0), (2, 8), 8, 3
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def rows() -> pl.DataFrame:
-    return protocol_rows()
+    return protocol_rows(POLICIES, ALPHAS, KS, EPISODES, TRAIN_SEEDS)
 
 
-def seed_means(rows: pl.DataFrame, policy: str, alpha: float, metric: str = "revenue"):
+def seed_means(rows, policy, alpha, k=2, detector="fitted", metric="profit") -> np.ndarray:
     """Oracle: training seeds averaged per episode seed, in seed order."""
-    part = rows.filter(policy=policy, alpha=alpha).sort("seed")
+    part = rows.filter(policy=policy, alpha=alpha, k=k, detector=detector).sort("seed")
     return part.group_by("seed", maintain_order=True).agg(pl.col(metric).mean())[metric].to_numpy()
 
 
-def test_t_mean_ci_matches_the_scipy_t_interval():
-    values = np.random.default_rng(1).gamma(2.0, 3.0, 8)
-    mean, low, high = t_mean_ci(values, level=0.9)
-    oracle = stats.t.interval(0.9, values.size - 1, values.mean(), stats.sem(values))
-    assert mean == pytest.approx(values.mean()) and (low, high) == pytest.approx(oracle)
+def pairs(*rows: tuple[str, str, str, str, str]) -> pl.DataFrame:
+    return pl.DataFrame(list(rows), schema=list(PAIR_COLUMNS), orient="row")
 
 
-def test_t_mean_ci_of_one_value_has_nan_bounds_because_the_interval_is_undefined():
-    mean, low, high = t_mean_ci(np.array([3.0]))
-    assert mean == 3.0 and np.isnan(low) and np.isnan(high)
+def test_t_intervals_match_the_scipy_t_interval_per_group():
+    values = np.random.default_rng(1).gamma(2.0, 3.0, 16)
+    long = pl.DataFrame({"g": np.repeat([0, 1], 8), "value": values})
+    out = t_intervals(long, ["g"], level=0.9).sort("g")
+    for g, part in enumerate((values[:8], values[8:])):
+        oracle = stats.t.interval(0.9, 7, part.mean(), stats.sem(part))
+        assert out["mean"][g] == pytest.approx(part.mean()) and out["n"][g] == 8
+        assert (out["ci_low"][g], out["ci_high"][g]) == pytest.approx(oracle)
+
+
+def test_t_intervals_of_one_value_have_nan_bounds_because_the_interval_is_undefined():
+    out = t_intervals(pl.DataFrame({"g": [0], "value": [3.0]}), ["g"], level=0.95)
+    assert out["mean"][0] == 3.0 and np.isnan(out["ci_low"][0]) and np.isnan(out["ci_high"][0])
 
 
 @pytest.mark.parametrize("level", [0.0, 1.0, 1.5])
@@ -71,20 +66,23 @@ def test_benchmark_curves_reject_a_level_outside_zero_one(rows, level):
         benchmark_curves(rows, METRICS, level)
 
 
-def test_benchmark_curves_follow_the_contract_with_n_equal_to_the_episode_seeds(rows):
+def test_curves_follow_the_contract_per_alpha_k_and_detector_with_n_episode_seeds(rows):
     curves = benchmark_curves(rows, METRICS)
     assert curves.schema == pl.Schema(CURVE_SCHEMA)
-    assert curves.height == len(POLICIES) * len(ALPHAS) * len(METRICS)
+    assert curves.height == len(POLICIES) * len(ALPHAS) * len(KS) * 2 * len(METRICS)
     assert set(curves["n"].to_list()) == {EPISODES}  # not 8 × 3 training seeds
     assert set(curves["mode"].to_list()) == {"baseline", "robust", "heuristic"}
 
 
-@pytest.mark.parametrize(("policy", "alpha"), [("ppo-robust-a050", 0.5), ("static-a000", 1.0)])
-def test_benchmark_curves_are_t_intervals_over_training_seed_averaged_episode_means(
-    rows, policy, alpha
+@pytest.mark.parametrize(("policy", "alpha", "k", "detector"),
+                         [("dqn-robust-a050", 0.5, 8, "fitted"),
+                          ("static-a000", 1.0, 2, "permuted")])  # fmt: skip
+def test_curves_are_t_intervals_over_training_seed_averaged_episode_means(
+    rows, policy, alpha, k, detector
 ):
-    row = benchmark_curves(rows, ["revenue"]).filter(policy=policy, alpha=alpha)
-    means = seed_means(rows, policy, alpha)
+    row = benchmark_curves(rows, ["profit"]).filter(policy=policy, alpha=alpha, k=k,
+                                                    detector=detector)  # fmt: skip
+    means = seed_means(rows, policy, alpha, k, detector)
     oracle = stats.t.interval(0.95, means.size - 1, means.mean(), stats.sem(means))
     assert row["mean"][0] == pytest.approx(means.mean())
     assert (row["ci_low"][0], row["ci_high"][0]) == pytest.approx(oracle)
@@ -93,55 +91,58 @@ def test_benchmark_curves_are_t_intervals_over_training_seed_averaged_episode_me
 def test_duplicated_training_seeds_change_neither_n_nor_the_curve_intervals(rows):
     """Regression: (seed, train_seed) rows were counted as independent (n = 270, not 30)."""
     once = benchmark_curves(rows, METRICS)
-    doubled = benchmark_curves(pl.concat([rows, rows]), METRICS)
+    assert benchmark_curves(pl.concat([rows, rows]), METRICS).equals(once)
     relabelled = benchmark_curves(
         pl.concat([rows, rows.with_columns(pl.col("train_seed") + TRAIN_SEEDS)]), METRICS
     )
-    assert doubled.equals(once)
     assert (relabelled["n"] == once["n"]).all()
     width = [f["ci_high"] - f["ci_low"] for f in (once, relabelled)]
     assert np.allclose(width[1].to_numpy(), width[0].to_numpy())
 
 
 def test_one_episode_seed_gives_nan_bounds_not_a_zero_width_interval():
-    curves = benchmark_curves(protocol_rows(episodes=1), ["revenue"])
+    curves = benchmark_curves(protocol_rows(POLICIES, episodes=1), ["profit"])
     assert set(curves["n"].to_list()) == {1}
     assert curves["ci_low"].is_nan().all() and curves["ci_high"].is_nan().all()
 
 
-def test_a_k_column_is_a_design_key_of_curves_differences_and_regression(rows):
-    with_k = pl.concat([rows.with_columns(k=pl.lit(k)) for k in (1, 4)])
-    curves = benchmark_curves(with_k, ["revenue"])
-    assert curves.columns == [*list(CURVE_SCHEMA)[:4], "k", *list(CURVE_SCHEMA)[4:]]
-    assert curves.height == 2 * len(POLICIES) * len(ALPHAS) and set(curves["n"]) == {EPISODES}
-    diff = paired_difference(with_k, "ppo-robust-a050", "ppo-baseline-a050", ["revenue"])
-    assert diff.height == 2 * len(ALPHAS) and set(diff["n"].to_list()) == {EPISODES}
-    fits = revenue_regression(with_k)
-    assert fits.height == 2 * len(POLICIES) and set(fits["n_clusters"]) == {EPISODES}
-
-
-def test_paired_difference_pairs_one_to_one_so_n_is_the_number_of_episode_seeds(rows):
-    """Regression for pitfall §10.10: a join on seed alone made 8 × 3 × 3 = 72 "pairs" of 8."""
-    both = pl.concat([rows, rows])
-    diff = paired_difference(both, "ppo-robust-a050", "ppo-baseline-a050", METRICS)
-    assert set(diff["n"].to_list()) == {EPISODES}
-
-
-def test_paired_difference_is_a_paired_t_interval_of_per_seed_mean_differences(rows):
-    diff = paired_difference(rows, "ppo-robust-a050", "ppo-baseline-a050", ["revenue"])
-    per_seed = seed_means(rows, "ppo-robust-a050", 0.0) - seed_means(rows, "ppo-baseline-a050", 0.0)
+def test_detector_value_pairs_fitted_and_permuted_one_to_one_on_alpha_k_and_seed(rows):
+    """Regression for pitfall §10.10: duplicated rows must not multiply the pairs."""
+    value = pairs(("detector_value", "dqn-robust-a050", "fitted", "dqn-robust-a050", "permuted"))
+    out = paired_differences(pl.concat([rows, rows]), value, ["profit"])
+    assert out.schema == pl.Schema(DIFFERENCE_SCHEMA)
+    assert out.height == len(ALPHAS) * len(KS) and set(out["n"]) == {EPISODES}
+    per_seed = (seed_means(rows, "dqn-robust-a050", 0.5, 8, "fitted")
+                - seed_means(rows, "dqn-robust-a050", 0.5, 8, "permuted"))  # fmt: skip
+    row = out.filter(alpha=0.5, k=8)
     oracle = stats.t.interval(0.95, EPISODES - 1, per_seed.mean(), stats.sem(per_seed))
-    first = diff.filter(alpha=0.0)
-    assert first["mean"][0] == pytest.approx(per_seed.mean())
-    assert (first["ci_low"][0], first["ci_high"][0]) == pytest.approx(oracle)
-    # Pairing removes the shared episode effect (sd 10): every CI is far narrower than 10.
-    assert (diff["ci_high"] - diff["ci_low"]).max() < 10
+    assert row["mean"][0] == pytest.approx(per_seed.mean()) == pytest.approx(4.0, abs=2.0)
+    assert (row["ci_low"][0], row["ci_high"][0]) == pytest.approx(oracle)
 
 
-def test_defended_vs_baseline_pairs_every_robust_policy_with_its_twin(rows):
-    out = defended_vs_baseline(rows, ["revenue"])
-    assert set(out["defended"].to_list()) == {"ppo-robust-a050"}
-    assert set(out["baseline"].to_list()) == {"ppo-baseline-a050"}
+def test_paired_differences_remove_the_shared_episode_effect(rows):
+    twin = pairs(("defended_vs_baseline", "dqn-robust-a050", "fitted", "dqn-baseline-a050",
+                  "fitted"))  # fmt: skip
+    out = paired_differences(rows, twin, ["profit"])
+    assert (out["ci_high"] - out["ci_low"]).max() < 10  # the episode effect has sd 10
+
+
+def test_paired_differences_cover_every_pair_of_the_pair_table_at_once(rows):
+    table = pairs(
+        ("detector_value", "static-a000", "fitted", "static-a000", "permuted"),
+        ("vs_static", "dqn-robust-a050", "fitted", "static-a000", "fitted"),
+        ("vs_static", "dqn-baseline-a050", "fitted", "static-a000", "fitted"),
+    )
+    out = paired_differences(rows, table, METRICS)
+    assert out.height == 3 * len(ALPHAS) * len(KS) * len(METRICS)
+    one = paired_differences(rows, table[1:2], METRICS)
+    assert_frame_equal(out.filter(policy="dqn-robust-a050"), one)
+
+
+def test_paired_differences_need_a_detector_column(rows):
+    table = pairs(("vs_static", "dqn-robust-a050", "fitted", "static-a000", "fitted"))
+    with pytest.raises(ValueError, match="detector"):
+        paired_differences(rows.drop("detector"), table, ["profit"])
 
 
 def test_cluster_ols_matches_polyfit_a_sandwich_oracle_and_a_t_interval_with_g_minus_1_df():
@@ -177,13 +178,16 @@ def test_cluster_ols_rejects_a_constant_regressor():
         cluster_ols(np.ones(5), np.arange(5.0), np.arange(5))
 
 
-def test_revenue_regression_averages_training_seeds_and_clusters_by_episode_seed(rows):
-    fits = revenue_regression(rows)
-    part = episode_seed_means(rows.filter(policy="static-a000"), ["revenue"])
+def test_revenue_regression_is_per_k_averages_training_seeds_and_clusters_by_episode_seed(rows):
+    fitted = rows.filter(detector="fitted").drop("detector")
+    fits = revenue_regression(fitted)
+    assert fits.height == len(POLICIES) * len(KS)
+    part = episode_seed_means(fitted.filter(policy="static-a000", k=8), ["revenue"])
     oracle = cluster_ols(part["alpha"].to_numpy(), part["revenue"].to_numpy(), part["seed"])
-    row = fits.filter(policy="static-a000").drop("policy").row(0, named=True)
+    row = fits.filter(policy="static-a000", k=8).drop("policy", "k").row(0, named=True)
     assert row == pytest.approx(oracle.__dict__)
     assert (row["n_obs"], row["n_clusters"]) == (len(ALPHAS) * EPISODES, EPISODES)
+    assert row["slope"] == pytest.approx(-30, abs=3)
 
 
 def test_duplicated_or_relabelled_runs_do_not_shrink_the_regression_standard_error(rows):
@@ -197,8 +201,8 @@ def test_duplicated_or_relabelled_runs_do_not_shrink_the_regression_standard_err
 
 
 def test_pooled_regression_counts_one_configuration_stored_under_two_keys_once(rows):
-    part = rows.filter(policy="ppo-baseline-a050").with_columns(config_hash=pl.lit("abc"))
-    twin = part.with_columns(policy=pl.lit("ppo-baseline-a030"))
+    part = rows.filter(policy="dqn-baseline-a050").with_columns(config_hash=pl.lit("abc"))
+    twin = part.with_columns(policy=pl.lit("dqn-baseline-a030"))
     single = revenue_regression(part, by=["config_hash"])
     pooled = revenue_regression(pl.concat([part, twin]), by=["config_hash"])
     assert_frame_equal(single, pooled, rel_tol=1e-12)

@@ -9,6 +9,8 @@ import pytest
 
 from phantom_assets.constants import SELECTION_SPLIT, TEST_SPLIT
 from phantom_assets.evaluation import (
+    EPISODE_METRICS,
+    ROW_KEYS,
     load_evaluations,
     protocol_conformance,
     save_evaluation,
@@ -16,48 +18,72 @@ from phantom_assets.evaluation import (
 from phantom_assets.lake import EVALUATION_FILES
 from tests.unit.evaluation.conftest import PROTOCOL
 
+LABELS = ["store", "policy", "tier", "mode", "train_alpha", "config_hash", "train_seed"]
 
-def test_every_row_carries_the_partition_labels_and_its_training_seed(partitions):
-    evaluation = partitions["qtable-robust-a050"]
+
+def conformance(spec, evaluation):
+    return protocol_conformance(evaluation.nominal, evaluation.stress, PROTOCOL,
+                                spec.agent_sessions)  # fmt: skip
+
+
+def test_rows_lead_with_the_partition_labels_and_follow_the_row_contract(partitions):
+    evaluation = partitions["dqn-robust-a050"]
+    assert evaluation.nominal.columns == [*LABELS, *ROW_KEYS, *EPISODE_METRICS]
     for frame in evaluation:
-        assert set(frame["policy"]) == {"qtable-robust-a050"}
-        assert set(frame["train_seed"]) == {0, 1}
-    assert evaluation.nominal.height == 2 * len(PROTOCOL.alphas) * PROTOCOL.episodes
+        assert set(frame["policy"]) == {"dqn-robust-a050"} and set(frame["train_seed"]) == {0, 1}
+    cells = len(PROTOCOL.alphas) * len(PROTOCOL.agent_sessions) * 2  # × both detectors
+    assert evaluation.nominal.height == 2 * cells * PROTOCOL.episodes
 
 
 def test_stress_rows_hold_the_worst_candidate_on_selection_and_held_out_seeds_per_grid_alpha(
-    partitions,
+    spec, partitions
 ):
     stress = partitions["static-a000"].stress.filter(train_seed=0, alpha0=0.5)
     selection, test = (stress.filter(split=s) for s in (SELECTION_SPLIT, TEST_SPLIT))
     (worst,) = set(stress["worst_alpha"])
-    assert abs(worst - 0.5) <= PROTOCOL.stress_radius + 1e-9
+    assert worst in (0.25, 0.5, 0.75)
     assert set(selection["alpha"]) == set(test["alpha"]) == {worst}
-    assert sorted(selection["seed"]) == list(PROTOCOL.selection_seeds)
-    assert sorted(test["seed"]) == list(PROTOCOL.test_seeds)
+    assert set(stress["k"]) == {spec.agent_sessions}
+    for detector in ("fitted", "permuted"):
+        assert sorted(selection.filter(detector=detector)["seed"]) == list(PROTOCOL.selection_seeds)
+        assert sorted(test.filter(detector=detector)["seed"]) == list(PROTOCOL.test_seeds)
 
 
-def test_evaluated_partitions_conform_to_the_protocol(partitions):
+def test_stress_rows_at_a_grid_cell_equal_its_nominal_rows(partitions):
+    """Common random numbers: the same (α, K, detector, seed) is the same episode in both."""
+    columns = [*LABELS, *ROW_KEYS, *EPISODE_METRICS]
+    cell = ["train_seed", "alpha", "k", "detector", "seed"]
+    stress = pl.concat([e.stress for e in partitions.values()]).filter(split=SELECTION_SPLIT)
+    nominal = pl.concat([e.nominal for e in partitions.values()])
+    shared = stress.select(columns).join(nominal, on=["policy", *cell], suffix="_nominal")
+    assert shared.height > 0
+    for metric in EPISODE_METRICS:
+        assert shared[metric].equals(shared[f"{metric}_nominal"]), metric
+
+
+def test_evaluated_partitions_conform_to_the_protocol(spec, partitions):
     for evaluation in partitions.values():
-        conformance = protocol_conformance(evaluation.nominal, evaluation.stress, PROTOCOL)
-        assert conformance.holds, conformance
+        assert conformance(spec, evaluation).holds
 
 
 @pytest.mark.parametrize(
     ("broken", "field"),
     [
-        (lambda n, s: (n.with_columns(alpha_executed=pl.col("alpha") + 0.1), s), "rows_off_alpha"),
+        (lambda n, s: (n.filter(pl.col("k") != 2), s), "on_grid"),
+        (lambda n, s: (n.filter(pl.col("detector") == "fitted"), s), "on_grid"),
         (lambda n, s: (n.with_columns(seed=pl.col("seed") + 1), s), "common_seeds"),
-        (lambda n, s: (n.filter(pl.col("alpha") != 1.0), s), "on_grid"),
+        (lambda n, s: (pl.concat([n, n.head(1)]), s), "common_seeds"),
+        (lambda n, s: (n, s.with_columns(k=pl.lit(2, dtype=pl.Int64))), "stress_at_nominal_k"),
         (lambda n, s: (n, s.filter(split=SELECTION_SPLIT)), "held_out_seeds_disjoint_and_complete"),
+        (lambda n, s: (n, s.filter(detector="fitted")), "held_out_seeds_disjoint_and_complete"),
     ],
 )
-def test_protocol_conformance_names_the_broken_condition(partitions, broken, field):
+def test_protocol_conformance_names_the_broken_condition(spec, partitions, broken, field):
     evaluation = partitions["static-a000"]
-    good = dataclasses.asdict(protocol_conformance(evaluation.nominal, evaluation.stress, PROTOCOL))
-    conformance = protocol_conformance(*broken(evaluation.nominal, evaluation.stress), PROTOCOL)
-    failed = {k for k, v in dataclasses.asdict(conformance).items() if v != good[k]}
-    assert not conformance.holds and failed == {field}
+    result = protocol_conformance(*broken(evaluation.nominal, evaluation.stress), PROTOCOL,
+                                  spec.agent_sessions)  # fmt: skip
+    failed = {k for k, v in dataclasses.asdict(result).items() if not v}
+    assert not result.holds and failed == {field}
 
 
 def test_saved_evaluations_load_back_concatenated_with_the_missing_keys_named(tmp_path, partitions):

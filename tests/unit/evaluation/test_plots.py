@@ -1,31 +1,40 @@
-"""Benchmark figures are pyplot-free Figures with one line per policy or trace."""
+"""Benchmark figures are pyplot-free Figures: a panel per K with a line per policy, and three
+action panels against α̂."""
 
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 import pytest
 
-from phantom_assets.evaluation import benchmark_curves, plot_metric_vs_alpha, plot_price_traces
+from phantom_assets.evaluation import (
+    benchmark_curves,
+    plot_actions_vs_alpha_hat,
+    plot_metric_vs_alpha,
+)
+from tests.unit.evaluation.conftest import protocol_rows
+
+POLICIES = {"dqn-robust-a050": ("dqn", "robust", 0.5), "static-a000": ("static", "heuristic", 0.0)}
 
 
-def test_plot_metric_vs_alpha_draws_one_line_per_policy(evaluations):
+def test_plot_metric_vs_alpha_draws_a_panel_per_k_and_a_line_per_policy():
     from matplotlib.figure import Figure
 
-    curves = benchmark_curves(evaluations, ["revenue"])
-    fig = plot_metric_vs_alpha(curves, "revenue")
-    assert isinstance(fig, Figure)
-    assert len(fig.axes[0].get_lines()) == 2
+    curves = benchmark_curves(protocol_rows(POLICIES, episodes=3), ["profit"])
+    fig = plot_metric_vs_alpha(curves.filter(detector="fitted"), "profit")
+    assert isinstance(fig, Figure) and len(fig.axes) == 2
+    assert all(len(ax.get_lines()) == len(POLICIES) for ax in fig.axes)
 
 
-def test_plot_metric_vs_alpha_rejects_an_unknown_metric(evaluations):
-    curves = benchmark_curves(evaluations, ["revenue"])
+def test_plot_metric_vs_alpha_rejects_empty_rows():
+    curves = benchmark_curves(protocol_rows(POLICIES, episodes=3), ["profit"])
     with pytest.raises(ValueError, match="margin"):
-        plot_metric_vs_alpha(curves, "margin")
+        plot_metric_vs_alpha(curves.filter(metric="margin"), "margin")
 
 
-def test_plot_price_traces_draws_one_line_per_policy_and_alpha():
-    traces = pl.DataFrame({"policy": ["a"] * 4 + ["b"] * 4, "alpha": [0.0, 0.0, 1.0, 1.0] * 2,
-                           "step": [0, 1] * 4, "mean_price": np.linspace(90, 110, 8)})  # fmt: skip
-    fig = plot_price_traces(traces)
-    assert len(fig.axes[0].get_lines()) == 4
+def test_plot_actions_vs_alpha_hat_draws_level_markup_and_detector_per_policy(partitions):
+    nominal = pl.concat([e.nominal for e in partitions.values()])
+    fig = plot_actions_vs_alpha_hat(nominal)
+    assert len(fig.axes) == 3
+    assert all(len(ax.get_lines()) == len(partitions) for ax in fig.axes)
+    with pytest.raises(ValueError, match="fitted"):
+        plot_actions_vs_alpha_hat(nominal.filter(detector="permuted"))

@@ -1,4 +1,5 @@
-"""The evaluation protocol: nominal env, common random numbers, metrics, stress view."""
+"""The evaluation protocol: nominal env at every (α, K), both detectors on common random numbers,
+metrics from the env's own step totals, the stress view and the action traces."""
 
 from __future__ import annotations
 
@@ -8,117 +9,175 @@ import pytest
 
 from phantom_assets.evaluation import (
     EPISODE_METRICS,
+    ROW_KEYS,
+    STEP_FIELDS,
     TRACE_COLUMNS,
+    EpisodeRunner,
+    action_traces,
     episode_metrics,
     evaluate_policy,
-    price_traces,
+    nominal_rows,
     stress_alphas,
-    stress_evaluate,
-    worst_case,
+    stress_rows,
+    worst_alpha,
 )
 from phantom_assets.market import make_env
-from phantom_assets.policies import (
-    QTablePolicy,
-    StaticPolicy,
-    SurgePolicy,
-    TrainingParams,
-    train_policy,
-)
+from tests.unit.evaluation.conftest import action
 
-ALPHAS = [0.0, 0.5, 1.0]
+ALPHAS, KS, SEEDS = (0.0, 0.5, 1.0), (2, 8), (40, 41, 42)
 
 
-def test_evaluation_rows_carry_every_metric_per_alpha_and_episode(spec):
-    frame = evaluate_policy(StaticPolicy.mid(spec.n_actions), spec, ALPHAS, 3, seed=40)
-    assert frame.height == 9
-    assert set(EPISODE_METRICS + TRACE_COLUMNS) <= set(frame.columns)
-    assert frame.filter(alpha=0.5)["seed"].to_list() == [40, 41, 42]
-    assert (frame["steps"] == spec.episode_steps).all()
+def manual_episode(spec, policy, alpha, k, detector, seed) -> tuple[list[dict], float]:
+    """The env's own per-step info and the episode reward, without the protocol."""
+    env = make_env(spec, alpha, k, detector=detector)
+    obs, _ = env.reset(seed=seed)
+    infos, total, done = [], 0.0, False
+    while not done:
+        obs, reward, terminated, truncated, info = env.step(policy.act(obs))
+        infos.append(info)
+        total += reward
+        done = terminated or truncated
+    return infos, total
 
 
-def test_episode_i_replays_env_reset_with_seed_plus_i_at_the_specs_lambda(spec):
-    frame = evaluate_policy(StaticPolicy(6), spec, [0.5], 2, seed=10)
-    env = make_env(spec, 0.5, lam=spec.lam)
+def test_rows_cover_every_alpha_k_detector_and_episode_with_common_seeds(spec):
+    rows = evaluate_policy(action(spec, 2, 1, 0), spec, ALPHAS, 3, seed=40, ks=KS)
+    assert rows.columns == [*ROW_KEYS, *EPISODE_METRICS]
+    assert rows.height == len(ALPHAS) * len(KS) * 2 * 3
+    seeds = rows.group_by("alpha", "k", "detector").agg(pl.col("seed").sort())["seed"]
+    assert all(s.to_list() == list(SEEDS) for s in seeds)
+    assert (rows["steps"] == spec.episode_steps).all()
+
+
+def test_episode_i_replays_env_reset_with_its_seed_at_the_cells_alpha_and_k(spec):
+    policy = action(spec, 1, 2, 1)
+    rows = evaluate_policy(policy, spec, [0.5], 2, seed=10, ks=[2], detectors=["permuted"])
     for episode in range(2):
-        env.reset(seed=10 + episode)
-        rewards = [env.step(6)[1] for _ in range(spec.episode_steps)]
-        assert frame["reward"][episode] == pytest.approx(sum(rewards))
+        infos, reward = manual_episode(spec, policy, 0.5, 2, "permuted", 10 + episode)
+        row = rows.row(episode, named=True)
+        assert row["reward"] == pytest.approx(reward)
+        assert row["profit"] == pytest.approx(sum(i["profit"] for i in infos))
 
 
-def test_baseline_and_robust_policies_get_identical_nominal_episodes(spec):
-    """Regression for pitfall 5: defended and baseline policies were evaluated differently."""
-    params = TrainingParams(timesteps=64, q_demand_bins=2, q_score_bins=2, q_price_bins=2)
-    frames = [
-        evaluate_policy(
-            train_policy("qtable", mode, spec, 0.5, params, 1).policy, spec, ALPHAS, 2, 5
-        )
-        for mode in ("baseline", "robust")
-    ]
-    for frame in frames:  # no adversary: every step ran at the grid α
-        assert frame["alpha_executed"].to_list() == frame["alpha"].to_list()
-    keys = ["alpha", "episode", "seed"]
-    assert frames[0].select(keys).equals(frames[1].select(keys))
+def test_the_policy_is_reset_before_every_episode(spec):
+    policy = action(spec, 2, 1, 0)
+    evaluate_policy(policy, spec, [0.0, 1.0], 3, seed=0, ks=[2], detectors=["fitted"])
+    assert policy.resets == 6
 
 
-def test_episode_metrics_aggregate_sums_purchase_weighted_and_step_means():
-    trace = {"revenue": np.array([100.0, 300.0]), "profit": np.array([40.0, 60.0]),
-             "purchases": np.array([1.0, 3.0]), "reward": np.array([30.0, 50.0]),
-             "leakage": np.array([0.2, 0.4]), "volatility": np.array([0.0, 0.1]),
-             "supra_share": np.array([0.0, 0.5]), "mean_price": np.array([90.0, 110.0]),
-             "alpha": np.array([0.3, 0.3]), "terminated": np.array([False])}  # fmt: skip
-    out = episode_metrics(trace)
-    assert (out["revenue"], out["profit"], out["reward"]) == (400.0, 100.0, 80.0)
-    assert out["coi_level"] == pytest.approx(25.0) and out["margin"] == pytest.approx(0.25)
-    assert out["leakage"] == pytest.approx(0.3) and out["supra_share"] == pytest.approx(0.25)
-    assert (out["price_first"], out["price_last"], out["price_std"]) == (90.0, 110.0, 10.0)
+def test_coi_harm_and_false_positive_rate_are_ratios_of_the_envs_step_totals(spec):
+    policy = action(spec, 3, 2, 2)
+    (row,) = evaluate_policy(policy, spec, [0.5], 1, seed=7, ks=[2], detectors=["fitted"]).rows(
+        named=True
+    )
+    infos, _ = manual_episode(spec, policy, 0.5, 2, "fitted", 7)
+    total = {key: sum(i[key] for i in infos) for key in infos[0] if np.isscalar(infos[0][key])}
+    humans = spec.shoppers_per_step * len(infos) - total["agents"]
+    assert row["coi_h"] == pytest.approx(total["human_premium"] / total["human_purchases"])
+    assert row["coi_a"] == pytest.approx(total["agent_premium"] / total["agent_purchases"])
+    bought = total["human_purchases"] + total["agent_purchases"]
+    assert row["coi"] == pytest.approx((total["human_premium"] + total["agent_premium"]) / bought)
+    harm = (total["human_overpay"] + total["human_lost_spend"]) / total["human_spend_undefended"]
+    assert row["human_harm"] == pytest.approx(harm) and row["human_harm"] > 0
+    assert row["false_positive_rate"] == pytest.approx(total["human_flagged"] / humans)
+    assert (row["leak"], row["human_lost"]) == pytest.approx((total["leak"], total["human_lost"]))
+    assert row["mean_detector"] == spec.detector_strengths[2]
 
 
-def test_evaluate_policy_rejects_alphas_outside_the_unit_interval(spec):
-    with pytest.raises(ValueError, match="alphas"):
-        evaluate_policy(StaticPolicy(4), spec, [0.5, 1.2], 1, seed=0)
+def test_episode_metrics_are_nan_where_a_ratio_has_no_denominator():
+    steps = np.zeros((2, 3, len(STEP_FIELDS)))
+    out = episode_metrics(steps, shoppers_per_step=10)
+    for name in ("coi_h", "coi_a", "coi", "human_harm"):
+        assert np.isnan(out[name]).all(), name
+    assert (out["false_positive_rate"] == 0).all() and set(out) == set(EPISODE_METRICS)
 
 
-def test_stress_alphas_clip_the_interval_to_the_unit_range():
-    assert stress_alphas(0.1, 0.2, 5) == pytest.approx([0.0, 0.075, 0.15, 0.225, 0.3])
-    assert stress_alphas(0.5, 0.0, 5) == pytest.approx([0.5])
+def test_a_policy_without_detector_gets_the_same_rows_from_both_detectors(spec):
+    """Common random numbers: with δ = 0 no quote reads f, so the permuted-f ablation changes
+    nothing but the α̂ the shop observes (its decoy scores have the same law)."""
+    rows = evaluate_policy(action(spec, 2, 1, 0), spec, ALPHAS, 2, seed=3, ks=KS)
+    fitted, permuted = (rows.filter(detector=d).drop("detector", "mean_alpha_hat")
+                        for d in ("fitted", "permuted"))  # fmt: skip
+    assert fitted.equals(permuted)
 
 
-def test_worst_case_keeps_the_rows_of_the_alpha_with_the_lowest_mean():
-    frame = pl.DataFrame({"alpha": [0.2, 0.2, 0.4, 0.4, 0.6, 0.6],
-                          "reward": [5.0, 1.0, 2.0, 2.0, 3.0, 1.0]})  # fmt: skip
-    worst = worst_case(frame, "reward")  # means 3, 2, 2: tie -> the smaller α
-    assert worst["alpha"].to_list() == [0.4, 0.4] and worst["worst_alpha"][0] == 0.4
+def test_with_a_detector_the_two_detectors_differ_only_through_f(spec):
+    runner = EpisodeRunner(action(spec, 3, 2, 2), spec)
+    fitted, permuted = (runner.run(1.0, 8, d, [5, 6]) for d in ("fitted", "permuted"))
+    same = [STEP_FIELDS.index(f) for f in ("agents", "human_spend_undefended", "level")]
+    assert np.array_equal(fitted[..., same], permuted[..., same])  # the same shoppers
+    profit = STEP_FIELDS.index("profit")
+    assert not np.array_equal(fitted[..., profit], permuted[..., profit])
 
 
-def test_stress_evaluate_picks_the_worst_alpha_on_selection_seeds_and_tests_it_on_held_out_ones(
-    spec,
-):
-    policy = SurgePolicy(spec.n_actions)
-    stress = stress_evaluate(policy, spec, 0.5, 0.25, 2, seed=3, test_episodes=3, test_seed=50,
-                             candidates=3)  # fmt: skip
-    full = evaluate_policy(policy, spec, [0.25, 0.5, 0.75], 2, seed=3)
-    means = full.group_by("alpha").agg(pl.col("reward").mean()).sort("reward", "alpha")
-    selection = stress.filter(pl.col("split") == "selection")
-    test = stress.filter(pl.col("split") == "test")
-    assert selection["reward"].mean() == pytest.approx(means["reward"][0])
-    assert selection["seed"].to_list() == [3, 4] and test["seed"].to_list() == [50, 51, 52]
-    worst = means["alpha"][0]
-    assert set(test["alpha"].to_list()) == {worst} == set(stress["worst_alpha"].to_list())
-    held_out = evaluate_policy(policy, spec, [worst], 3, seed=50)
-    assert test["reward"].to_list() == pytest.approx(held_out["reward"].to_list())
-    assert set(stress["radius"].to_list()) == {0.25} and set(stress["alpha0"].to_list()) == {0.5}
+def test_an_episode_run_twice_is_taken_from_the_runner_not_rerun(spec):
+    policy = action(spec, 2, 1, 0)
+    runner = EpisodeRunner(policy, spec)
+    first = runner.run(0.5, 2, "fitted", [1, 2])
+    again = runner.run(0.5, 2, "fitted", [2, 1])
+    assert policy.resets == 2 and np.array_equal(first[::-1], again)
 
 
-def test_stress_evaluate_refuses_overlapping_seed_ranges(spec):
+def test_a_nominal_episode_that_ran_at_another_alpha_raises(spec):
+    """Regression for pitfall §10.5: an adversary inside the evaluation env."""
+    runner = EpisodeRunner(action(spec, 2, 1, 0), spec)
+    runner._envs["fitted"] = make_env(spec, robust=True)  # an adversary slipped in
+    with pytest.raises(RuntimeError, match="adversary"):
+        runner.run(0.5, 8, "fitted", [0])
+
+
+@pytest.mark.parametrize(("alphas", "ks"), [([0.5, 1.2], [2]), ([0.5], [0])])
+def test_nominal_rows_reject_an_alpha_or_k_off_the_grid(spec, alphas, ks):
+    with pytest.raises(ValueError, match=r"alphas|ks"):
+        nominal_rows(EpisodeRunner(action(spec, 2, 1, 0), spec), alphas, ks, [0])
+
+
+def test_stress_alphas_are_the_band_ends_and_centre_inside_the_unit_interval():
+    assert stress_alphas(0.1, 0.2).tolist() == pytest.approx([0.1, 0.3])
+    assert stress_alphas(0.5, 0.2).tolist() == [0.3, 0.5, 0.7]  # exact: lands on grid α
+    assert stress_alphas(1.0, 0.25).tolist() == [0.75, 1.0]
+    assert stress_alphas(0.5, 0.0).tolist() == [0.5]
+
+
+def test_worst_alpha_reads_only_fitted_rows_and_breaks_ties_by_the_smaller_alpha():
+    rows = pl.DataFrame({
+        "alpha": [0.2, 0.2, 0.4, 0.4, 0.6, 0.6, 0.2],
+        "detector": ["fitted"] * 6 + ["permuted"],
+        "profit": [5.0, 1.0, 2.0, 2.0, 3.0, 1.0, -100.0],
+    })  # fmt: skip
+    assert worst_alpha(rows) == 0.4  # fitted means 3, 2, 2: the tie goes to 0.4
+
+
+def test_stress_picks_the_worst_alpha_on_selection_seeds_and_tests_it_on_held_out_ones(spec):
+    policy = action(spec, 4, 2, 1)
+    runner = EpisodeRunner(policy, spec)
+    stress = stress_rows(runner, 0.5, 0.25, 8, [3, 4], [50, 51, 52])
+    candidates = nominal_rows(EpisodeRunner(policy, spec), [0.25, 0.5, 0.75], [8], [3, 4])
+    worst = worst_alpha(candidates)
+    selection, test = (stress.filter(split=s) for s in ("selection", "test"))
+    assert set(stress["worst_alpha"]) == {worst} == set(stress["alpha"])
+    assert selection.drop("split", "alpha0", "radius", "worst_alpha").equals(
+        candidates.filter(alpha=worst)
+    )
+    assert sorted(set(test["seed"])) == [50, 51, 52] and set(stress["detector"]) == {
+        "fitted", "permuted"}  # fmt: skip
+    held_out = nominal_rows(EpisodeRunner(policy, spec), [worst], [8], [50, 51, 52])
+    assert test.drop("split", "alpha0", "radius", "worst_alpha").equals(held_out)
+    assert set(stress["alpha0"]) == {0.5} and set(stress["radius"]) == {0.25}
+
+
+def test_stress_refuses_overlapping_selection_and_test_seeds(spec):
     with pytest.raises(ValueError, match="overlap"):
-        stress_evaluate(SurgePolicy(spec.n_actions), spec, 0.5, 0.25, 4, seed=3,
-                        test_episodes=2, test_seed=6)  # fmt: skip
+        stress_rows(EpisodeRunner(action(spec, 2, 1, 0), spec), 0.5, 0.25, 8, [3, 4], [4, 5])
 
 
-def test_price_traces_follow_the_executed_prices(spec):
-    traces = price_traces(QTablePolicy(np.zeros((8, spec.n_actions)), (2, 2, 2)), spec, [0.0], 1)
-    assert traces.height == spec.episode_steps
-    smoothed = spec.smoothing ** np.arange(1, spec.episode_steps + 1)  # level 0 from scale 1
-    scale = smoothed * 1.0 + (1 - smoothed) * spec.price_levels[0]
-    expected = np.clip(spec.anchor[None, :] * scale[:, None], spec.p_low, spec.p_high).mean(axis=1)
-    assert traces["mean_price"].to_numpy() == pytest.approx(expected)
+def test_action_traces_record_the_chosen_action_and_the_observed_alpha_hat(spec):
+    policy = action(spec, 0, 2, 1)
+    traces = action_traces(EpisodeRunner(policy, spec), [0.0, 1.0], [2, 8], seed=9)
+    assert traces.columns == ["alpha", "k", "step", *TRACE_COLUMNS]
+    assert traces.height == 4 * spec.episode_steps
+    level, markup, delta = spec.action_values(policy.action)
+    assert set(traces["level"]) == {level} and set(traces["markup"]) == {markup}
+    assert set(traces["detector_strength"]) == {delta}
+    hat = traces.group_by("alpha").agg(pl.col("alpha_hat").mean()).sort("alpha")["alpha_hat"]
+    assert hat[0] < 0.3 < 0.7 < hat[1]  # α̂ tracks the agent share

@@ -1,10 +1,11 @@
-"""The benchmark tables of one store, their summary, trace selection and files."""
+"""The benchmark tables of one store, their summary and files."""
 
 from __future__ import annotations
 
 import json
 
 import polars as pl
+import pytest
 
 from phantom_assets.constants import SELECTION_SPLIT
 from phantom_assets.evaluation import (
@@ -13,16 +14,24 @@ from phantom_assets.evaluation import (
     STRESS_METRICS,
     benchmark_tables,
     expected_curve_rows,
+    factorial_effects,
     save_benchmark,
     stress_as_curves_input,
     summary_markdown,
-    trace_selection,
 )
-from tests.unit.evaluation.conftest import PARTITIONS, PROTOCOL
+from tests.unit.evaluation.conftest import PARTITIONS, PROTOCOL, protocol_rows
+from tests.unit.evaluation.test_contrasts import FACTORIAL, PLANTED
+
+ORACLE = pl.DataFrame(
+    [(a, k, 1e9) for a in PROTOCOL.alphas for k in PROTOCOL.agent_sessions],
+    schema=["alpha", "k", "profit"], orient="row",
+)  # fmt: skip
 
 
-def _store(partitions) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    return tuple(pl.concat(frames) for frames in zip(*partitions.values(), strict=True))
+@pytest.fixture(scope="module")
+def tables(partitions):
+    nominal, stress, _ = (pl.concat(frames) for frames in zip(*partitions.values(), strict=True))
+    return benchmark_tables(nominal, stress, ORACLE, "dqn")
 
 
 def test_stress_input_keeps_the_selection_seeds_keyed_by_the_nominal_alpha(partitions):
@@ -35,44 +44,51 @@ def test_stress_input_keeps_the_selection_seeds_keyed_by_the_nominal_alpha(parti
     assert set(stressed["seed"]) == set(PROTOCOL.selection_seeds)
 
 
-def test_benchmark_tables_cover_every_policy_alpha_metric_over_episode_seeds(partitions):
-    nominal, stress, _ = _store(partitions)
-    curves, differences, regression = benchmark_tables(nominal, stress)
-    assert curves.height == expected_curve_rows(nominal, len(PROTOCOL.alphas))
-    assert set(curves["metric"]) == {*EPISODE_METRICS, *STRESS_METRICS}
-    assert set(curves["n"]) == set(differences["n"]) == {PROTOCOL.episodes}
-    assert set(differences["defended"]) == {"qtable-robust-a050"}
-    assert {r["policy"] for r in regression["by_policy"]} == set(PARTITIONS)
+def test_benchmark_tables_cover_every_policy_alpha_k_detector_metric_over_episode_seeds(tables):
+    grid = (len(PROTOCOL.alphas), len(PROTOCOL.agent_sessions))
+    assert tables.curves.height == expected_curve_rows(len(PARTITIONS), *grid)
+    assert set(tables.curves["metric"]) == {*EPISODE_METRICS, *STRESS_METRICS}
+    assert set(tables.curves["n"]) == set(tables.differences["n"]) == {PROTOCOL.episodes}
+    assert {r["policy"] for r in tables.regression["by_policy"]} == set(PARTITIONS)
+    assert {r["k"] for r in tables.regression["by_policy"]} == set(PROTOCOL.agent_sessions)
+    assert tables.regret.height == len(PARTITIONS) * grid[0] * grid[1]
+    assert tables.ablation.is_empty()  # dqn has no charged modes here
 
 
-def test_summary_has_a_row_per_policy_and_per_revenue_difference(partitions):
-    nominal, stress, _ = _store(partitions)
-    _, differences, regression = benchmark_tables(nominal, stress)
-    summary = summary_markdown("hotel", regression, differences)
+def test_differences_hold_the_detector_value_the_defence_and_vs_static(tables):
+    comparisons = tables.differences.select("comparison", "policy", "reference").unique()
+    expected = {("detector_value", key, key) for key in PARTITIONS} | {
+        ("defended_vs_baseline", "dqn-robust-a050", "dqn-baseline-a050"),
+        ("vs_static", "dqn-robust-a050", "static-a000"),
+        ("vs_static", "dqn-baseline-a050", "static-a000"),
+    }
+    assert set(comparisons.rows()) == expected
+
+
+def test_policies_without_a_detector_have_zero_detector_value_on_common_seeds(tables):
+    """δ = 0 policies quote the same with and without f: a CRN check through the benchmark."""
+    value = tables.differences.filter(comparison="detector_value", metric="profit")
+    assert (value.filter(pl.col("policy") != "dqn-robust-a050")["mean"] == 0).all()
+    assert (value.filter(policy="dqn-robust-a050", k=8)["mean"] != 0).any()
+
+
+def test_summary_has_a_row_per_policy_and_k_and_the_ablation_table(tables):
+    summary = summary_markdown("hotel", tables)
     assert summary.startswith("# Benchmark hotel\n")
-    assert all(f"| {key} |" in summary for key in PARTITIONS)
-    assert summary.count("| qtable-robust-a050 | qtable-baseline-a050 |") == len(PROTOCOL.alphas)
+    for key in PARTITIONS:
+        for k in PROTOCOL.agent_sessions:
+            assert f"| {key} | {k} |" in summary
+    assert "No tier was trained in all four modes." in summary
+    ablation = factorial_effects(protocol_rows(FACTORIAL, episodes=3, effect=PLANTED), "dqn")
+    with_ablation = summary_markdown("hotel", tables._replace(ablation=ablation))
+    rows = ablation.select("alpha", "k", "effect").unique().height
+    assert with_ablation.count("| 0.5 | ") == rows and "Tier dqn" in with_ablation
 
 
-def test_trace_selection_shows_the_middle_alpha_of_the_middle_training_alpha_and_static(
-    partitions,
-):
-    traces = pl.concat(
-        [partitions["qtable-robust-a050"].traces, partitions["static-a000"].traces,
-         partitions["qtable-baseline-a050"].traces.with_columns(train_alpha=pl.lit(1.0))]
-    )  # fmt: skip
-    selected = trace_selection(traces)
-    assert set(selected["alpha"]) == {0.5} and set(selected["train_seed"]) == {0}
-    assert set(selected["policy"]) == {"qtable-robust-a050", "static-a000"}
-
-
-def test_saved_benchmark_writes_its_four_files_in_contract_order(tmp_path, partitions):
-    nominal, stress, _ = _store(partitions)
-    curves, differences, regression = benchmark_tables(nominal, stress)
-    paths = save_benchmark(tmp_path, "hotel", curves, differences, regression)
+def test_saved_benchmark_writes_its_files_in_contract_order(tmp_path, tables):
+    paths = save_benchmark(tmp_path, "hotel", tables)
     assert [p.name for p in paths] == list(BENCHMARK_FILES)
-    assert pl.read_parquet(paths[0]).equals(curves)
-    assert json.loads(paths[2].read_text())["by_mode"] == json.loads(
-        json.dumps(regression["by_mode"])
-    )
-    assert paths[3].read_text() == summary_markdown("hotel", regression, differences)
+    assert pl.read_parquet(paths[0]).equals(tables.curves)
+    assert pl.read_parquet(paths[3]).equals(tables.regret)
+    assert json.loads(paths[2].read_text())["detector"] == "fitted"
+    assert paths[-1].read_text() == summary_markdown("hotel", tables)

@@ -1,4 +1,4 @@
-"""Chain banks: statistics agree with the sampled chains and with the divergence definition."""
+"""Chain banks: quote-time statistics agree with the sampled chains and the definitions."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import itertools
 
 import numpy as np
 import pytest
-from scipy.special import rel_entr
+from scipy.special import expit, rel_entr
 
-from phantom_assets.constants import CART_EVENTS, DEMAND_WEIGHTS, KERNEL_STATES
+from phantom_assets.constants import DEMAND_WEIGHTS, KERNEL_STATES
 from phantom_assets.contamination import sample_chains
 from phantom_assets.market import bank_tables, build_chain_bank, detector_gaps, detector_scores
 
@@ -30,6 +30,14 @@ def kl_gap_oracle(events: list[int], human: np.ndarray, agent: np.ndarray) -> fl
     return delta(human) - delta(agent)
 
 
+def quote_oracle(events: list[str]) -> int:
+    """Index (into events, len = quoted at the end) of the quoted view: the last view_item_page
+    before the first add_item_to_cart, else that add, else the end."""
+    lock = events.index("add_item_to_cart") if "add_item_to_cart" in events else len(events)
+    views = [i for i, e in enumerate(events[:lock]) if e == "view_item_page"]
+    return views[-1] if views else lock
+
+
 def test_detector_gap_equals_the_kl_difference_definition(spec):
     codes, lengths = sample_chains(spec.kernel_agent, 40, np.random.default_rng(0))
     gaps = detector_gaps(codes, lengths, spec.kernel_human, spec.kernel_agent)
@@ -40,42 +48,50 @@ def test_detector_gap_equals_the_kl_difference_definition(spec):
     assert gaps == pytest.approx(oracle, abs=1e-9)
 
 
-def test_chain_bank_statistics_match_the_sampled_chains(spec):
+@pytest.mark.parametrize("f_coef", [(0.0, 1.0), (-1.3, 2.4)])
+def test_chain_bank_statistics_match_the_sampled_chains(spec, f_coef):
+    """Engagement before the quoted view, prefix score up to it, whole-chain demand weight."""
     tables = bank_tables(spec.kernel_human, spec.kernel_human, spec.kernel_agent, spec.states)
-    bank = build_chain_bank(tables, 3_000, np.random.default_rng(1), max_len=20)
+    bank = build_chain_bank(tables, 3_000, np.random.default_rng(1), 20, f_coef)
     codes, lengths = sample_chains(spec.kernel_human, 3_000, np.random.default_rng(1), 20)
-    assert np.array_equal(bank.lengths, lengths)
-    scores = detector_scores(codes, lengths, spec.kernel_human, spec.kernel_agent)
-    assert bank.f == pytest.approx(scores, abs=1e-12)
-    for i in range(200):  # oracle from the event names
-        events = [KERNEL_STATES[c] for c in codes[i, : lengths[i]]]
+    floor = 1e-12  # the bank floors kernel probabilities before the log, as here
+    llr = np.log(np.maximum(spec.kernel_agent, floor)) - np.log(
+        np.maximum(spec.kernel_human, floor)
+    )
+    end = len(KERNEL_STATES) - 1
+    for i in range(300):  # oracle from the event names
+        path = codes[i, : lengths[i]].tolist()
+        events = [KERNEL_STATES[c] for c in path]
+        quoted = quote_oracle(events)
         assert bank.weight[i] == sum(DEMAND_WEIGHTS[e] for e in events)
-        assert bank.n_cart[i] == sum(e in CART_EVENTS for e in events)
-        assert bank.reaches_cart[i] == ("add_item_to_cart" in events)
-        first_add = events.index("add_item_to_cart") if "add_item_to_cart" in events else None
-        after_add = first_add is not None and "checkout_start" in events[first_add:]
-        assert bank.buys[i] == ("purchase_complete" in events or after_add)
+        assert bank.engagement[i] == sum(DEMAND_WEIGHTS[e] for e in events[:quoted])
+        moves = list(itertools.pairwise([0, *path, end]))[: quoted + 1]
+        gap = np.mean([llr[a, b] for a, b in moves])
+        assert bank.score[i] == pytest.approx(expit(f_coef[0] + f_coef[1] * gap), abs=1e-9)
 
 
-@pytest.mark.parametrize("f_coef", [(0.0, 0.5), (-1.3, 2.4)])
-def test_chain_bank_scores_chains_with_the_selected_calibration(spec, f_coef):
-    # temperature T = 2 is (0, 1/2); a logistic fit is any (a, b): f = sigmoid(a + b * gap).
+def test_a_chain_never_quoted_in_session_scores_like_the_whole_chain(spec):
     tables = bank_tables(spec.kernel_human, spec.kernel_human, spec.kernel_agent, spec.states)
-    bank = build_chain_bank(tables, 2_000, np.random.default_rng(3), max_len=20, f_coef=f_coef)
+    bank = build_chain_bank(tables, 2_000, np.random.default_rng(3), 20)
     codes, lengths = sample_chains(spec.kernel_human, 2_000, np.random.default_rng(3), 20)
-    gaps = detector_gaps(codes, lengths, spec.kernel_human, spec.kernel_agent)
-    assert bank.f == pytest.approx(1 / (1 + np.exp(-(f_coef[0] + f_coef[1] * gaps))), abs=1e-12)
+    never = [i for i in range(2_000) if not {"view_item_page", "add_item_to_cart"} & {
+        KERNEL_STATES[c] for c in codes[i, : lengths[i]]}]  # fmt: skip
+    assert never
+    whole = detector_scores(codes[never], lengths[never], spec.kernel_human, spec.kernel_agent)
+    assert bank.score[never] == pytest.approx(whole, abs=1e-9)
+    assert np.array_equal(bank.engagement[never], bank.weight[never])
 
 
-def test_agent_chains_score_higher_than_human_chains(spec):
-    fitted = (spec.kernel_human, spec.kernel_agent)
-    rng = np.random.default_rng(2)
-    f_human = build_chain_bank(bank_tables(fitted[0], *fitted, spec.states), 2_000, rng).f
-    f_agent = build_chain_bank(bank_tables(fitted[1], *fitted, spec.states), 2_000, rng).f
-    assert f_agent.mean() > f_human.mean() + 0.2
+def test_agent_chains_score_higher_and_engage_less_than_human_chains(spec):
+    human, agent = spec.banks
+    assert agent.score.mean() > human.score.mean() + 0.2
+    assert agent.engagement.mean() < human.engagement.mean()
 
 
-def test_build_chain_bank_rejects_chains_longer_than_its_counters(spec):
-    tables = bank_tables(spec.kernel_human, spec.kernel_human, spec.kernel_agent, spec.states)
-    with pytest.raises(ValueError, match="max_len"):
-        build_chain_bank(tables, 10, np.random.default_rng(0), max_len=10_000)
+def test_chain_bank_rejects_bad_arrays():
+    from phantom_assets.market import ChainBank
+
+    with pytest.raises(ValueError, match="scores"):
+        ChainBank(np.ones(3), np.array([0.1, 1.2, 0.3]), np.ones(3))
+    with pytest.raises(ValueError, match="one length"):
+        ChainBank(np.ones(3), np.ones(2) * 0.5, np.ones(3))

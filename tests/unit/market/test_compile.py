@@ -1,25 +1,19 @@
-"""The market compiler: store kernels + market settings -> MarketSpec, and the demo market."""
+"""The market compiler: store kernels + detector + market settings -> MarketSpec v2."""
 
 from __future__ import annotations
-
-import dataclasses
 
 import numpy as np
 import pytest
 
 from phantom_assets.config import MarketConfig
-from phantom_assets.market import (
-    MarketSpec,
-    anchor_prices,
-    compile_market_spec,
-    demo_kernels,
-    demo_spec,
-    price_levels,
-)
+from phantom_assets.market import anchor_prices, chain_banks, compile_market_spec, demo_kernels
+from phantom_assets.market.compile import ENGAGEMENT_SCALE_SHARE, REFERENCE_ENGAGEMENT_SHARE
 
-SMALL = MarketConfig(n_products=4, sessions_per_step=30, n_actions=5, episode_steps=7,
-                     ambiguity_radius_w1=2.5, robust_candidates=3, chain_bank_size=300)  # fmt: skip
-REWARD_FIELDS = ("lam", "eta_ux", "cost_floor", "supra_penalty")
+SMALL = MarketConfig(n_products=4, shoppers_per_step=30, base_levels=(0.9, 1.1),
+                     markups=(0.0, 0.4), detector_strengths=(0.0, 1.0), quote_noise=0.1,
+                     agent_sessions=3, robust_agent_sessions=(1, 5), robust_alpha_candidates=2,
+                     ambiguity_radius_w1=2.5, lam=0.5, episode_steps=7,
+                     chain_bank_size=300)  # fmt: skip
 
 
 @pytest.fixture
@@ -34,22 +28,31 @@ def test_compile_market_spec_takes_the_store_kernels_as_given(kernels):
 
 
 @pytest.mark.parametrize(
-    ("spec_field", "config_field"),
-    [("sessions_per_step", "sessions_per_step"), ("episode_steps", "episode_steps"),
-     ("ambiguity_radius_w1", "ambiguity_radius_w1"), ("robust_candidates", "robust_candidates"),
-     ("chain_bank_size", "chain_bank_size"), ("n_products", "n_products"),
-     ("n_actions", "n_actions")],
+    "field",
+    ["shoppers_per_step", "base_levels", "markups", "detector_strengths", "quote_noise",
+     "agent_sessions", "robust_agent_sessions", "robust_alpha_candidates", "ambiguity_radius_w1",
+     "lam", "episode_steps"],
 )  # fmt: skip
-def test_compile_market_spec_follows_the_market_settings(kernels, spec_field, config_field):
+def test_compile_market_spec_follows_the_market_settings(kernels, field):
     spec = compile_market_spec(*kernels, SMALL, anchor_seed=0)
-    assert getattr(spec, spec_field) == getattr(SMALL, config_field)
+    assert getattr(spec, field) == getattr(SMALL, field)
+    assert spec.n_products == SMALL.n_products and spec.banks[0].size == SMALL.chain_bank_size
 
 
-def test_price_levels_span_the_configured_scales_evenly():
-    levels = np.array(price_levels(SMALL))
-    assert levels[0] == pytest.approx(SMALL.price_scale_low)
-    assert levels[-1] == pytest.approx(SMALL.price_scale_high)
-    np.testing.assert_allclose(np.diff(levels), np.diff(levels)[0])
+def test_banks_are_sampled_and_scored_with_the_store_detector(kernels):
+    spec = compile_market_spec(*kernels, SMALL, anchor_seed=0, f_coef=(-0.4, 3.0))
+    assert (spec.f_intercept, spec.f_slope) == (-0.4, 3.0)
+    human, _ = chain_banks(*kernels, 300, 0 + 2, (-0.4, 3.0))
+    np.testing.assert_array_equal(spec.human_score, human.score)
+    other = compile_market_spec(*kernels, SMALL, anchor_seed=0, f_coef=(0.0, 1.0))
+    assert not np.array_equal(other.human_score, spec.human_score)
+
+
+def test_engagement_scales_follow_the_store_human_engagement(kernels):
+    spec = compile_market_spec(*kernels, SMALL, anchor_seed=1)
+    mean = spec.human_engagement.mean()
+    assert spec.engagement_scale == pytest.approx(ENGAGEMENT_SCALE_SHARE * mean)
+    assert spec.reference_engagement == pytest.approx(REFERENCE_ENGAGEMENT_SHARE * mean)
 
 
 def test_anchor_prices_depend_only_on_the_anchor_seed():
@@ -58,34 +61,12 @@ def test_anchor_prices_depend_only_on_the_anchor_seed():
     assert np.all((anchor_prices(50, 2) >= 90.0) & (anchor_prices(50, 2) <= 110.0))
 
 
-def test_compiled_reward_coefficients_are_the_market_spec_defaults(kernels):
-    # One definition: the compiler must not restate the coefficients.
+def test_compiling_twice_gives_identical_specs(kernels):
+    a, b = (compile_market_spec(*kernels, SMALL, anchor_seed=0) for _ in range(2))
+    assert a._scalars() == b._scalars()
+    np.testing.assert_array_equal(a.agent_engagement, b.agent_engagement)
+
+
+def test_both_classes_value_alike_by_default(kernels):
     spec = compile_market_spec(*kernels, SMALL, anchor_seed=0)
-    defaults = {f.name: f.default for f in dataclasses.fields(MarketSpec)}
-    assert {name: getattr(spec, name) for name in REWARD_FIELDS} == {
-        name: defaults[name] for name in REWARD_FIELDS
-    }
-
-
-def test_info_value_defaults_to_the_forgone_premium_of_a_full_step(kernels):
-    spec = compile_market_spec(*kernels, SMALL, anchor_seed=0)
-    assert spec.info_value == pytest.approx(
-        SMALL.sessions_per_step * (spec.anchor.mean() - spec.p_low)
-    )
-
-
-def test_an_explicit_info_value_survives_a_save_and_load(kernels, tmp_path):
-    spec = compile_market_spec(*kernels, SMALL, anchor_seed=0, info_value=7.0)
-    spec.save(tmp_path)
-    assert MarketSpec.load(tmp_path).info_value == 7.0
-
-
-def test_compile_market_spec_passes_the_detector_calibration_through(kernels):
-    spec = compile_market_spec(*kernels, SMALL, anchor_seed=0, f_intercept=-0.4, f_slope=3.0)
-    assert (spec.f_intercept, spec.f_slope) == (-0.4, 3.0)
-
-
-def test_demo_spec_agents_value_less_than_humans():
-    spec = demo_spec(0)
-    assert spec.mu_agent < spec.mu_human
-    assert spec.kernel_human.shape == spec.kernel_agent.shape == (19, 19)
+    assert (spec.mu_human, spec.sigma_human) == (spec.mu_agent, spec.sigma_agent)

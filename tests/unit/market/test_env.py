@@ -1,24 +1,16 @@
-"""PricingMarketEnv: Gymnasium contract, determinism, observation, zero demand, CRN robustness."""
+"""PricingMarketEnv v2: Gymnasium contract, determinism, observation without α or K, robust mode
+on common random numbers, the permuted-f ablation, the reward."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from phantom_assets.market import (
-    PricingMarketEnv,
-    draw_step,
-    evaluate_step,
-    make_env,
-)
-
-MID = 4  # the middle of the 9 price levels (scale 1.0)
+from phantom_assets.market import OBS_EXTRA, PricingMarketEnv, agent_session_share, make_env
 
 
-def rollout(env, seed: int, steps: int, action: int = MID) -> tuple[list, list, list]:
+def rollout(env, seed: int, steps: int, action: int) -> tuple[list, list, list]:
     obs, _ = env.reset(seed=seed)
     observations, rewards, infos = [obs], [], []
     for _ in range(steps):
@@ -31,146 +23,171 @@ def rollout(env, seed: int, steps: int, action: int = MID) -> tuple[list, list, 
     return observations, rewards, infos
 
 
-@pytest.mark.parametrize("robust", [False, True])
-def test_env_passes_the_gymnasium_checker(spec, robust):
-    check_env(PricingMarketEnv(spec, 0.4, robust=robust), skip_render_check=True)
+def totals(infos: list[dict], key: str) -> float:
+    return float(sum(i[key] for i in infos))
+
+
+@pytest.mark.parametrize(("robust", "detector"), [(False, "fitted"), (True, "fitted"),
+                                                  (False, "permuted")])  # fmt: skip
+def test_env_passes_the_gymnasium_checker(spec, robust, detector):
+    check_env(PricingMarketEnv(spec, 0.4, robust=robust, detector=detector),
+              skip_render_check=True)  # fmt: skip
 
 
 @pytest.mark.parametrize("robust", [False, True])
 def test_env_same_seed_gives_identical_trajectories(spec, robust):
-    runs = [rollout(PricingMarketEnv(spec, 0.5, robust=robust), 11, 20) for _ in range(2)]
+    runs = [rollout(PricingMarketEnv(spec, 0.5, robust=robust), 11, 20, 7) for _ in range(2)]
     assert all(np.array_equal(a, b) for a, b in zip(runs[0][0], runs[1][0], strict=True))
     assert runs[0][1] == runs[1][1]
 
 
-def test_observation_is_shares_prices_and_mean_score_without_alpha(spec):
+def test_observation_layout_shares_prices_and_the_extras(spec):
     n = spec.n_products
     env = PricingMarketEnv(spec, 0.3)
     env.reset(seed=3)
-    obs, _, _, _, info = env.step(MID)
-    assert obs.shape == (2 * n + 1,) and obs.dtype == np.float32
+    action = spec.action_index(3, 2, 1)
+    obs, _, _, _, info = env.step(action)
+    assert obs.shape == (2 * n + len(OBS_EXTRA),) and obs.dtype == np.float32
     assert obs[:n].sum() == pytest.approx(1.0, abs=1e-5)
-    prices = env.unwrapped._prices
-    assert obs[n : 2 * n] == pytest.approx((prices - spec.p_low) / (spec.p_high - spec.p_low))
-    assert obs[2 * n] == pytest.approx(info["f_mean"], abs=1e-6)
+    base = spec.anchor * spec.base_levels[3]
+    assert obs[n : 2 * n] == pytest.approx((base - spec.p_low) / (spec.p_high - spec.p_low))
+    extra = dict(zip(OBS_EXTRA, obs[2 * n :], strict=True))
+    assert extra["score_mean"] == pytest.approx(info["score_sum"] / info["sessions"], abs=1e-6)
+    purchases = info["human_purchases"] + info["agent_purchases"]
+    assert extra["low_engagement_share"] == pytest.approx(
+        info["low_engagement_purchases"] / purchases, abs=1e-6)  # fmt: skip
+    assert extra["markup"] == pytest.approx(spec.markups[2] / max(spec.markups))
+    assert extra["detector"] == pytest.approx(spec.detector_strengths[1] / 1.0)
 
 
-def test_envs_differing_only_in_alpha_expose_no_alpha(spec):
-    """Regression for pitfall 3: the policy must never see the true α."""
-    for alpha in (0.3, 0.7):
-        env = PricingMarketEnv(spec, alpha)
-        obs, _ = env.reset(seed=5)
-        observations = [obs] + [env.step(MID)[0] for _ in range(5)]
-        assert all(o.shape == (2 * spec.n_products + 1,) for o in observations)
-        assert not np.any(np.isclose(np.concatenate(observations), alpha, rtol=0, atol=1e-7))
+def test_alpha_hat_is_the_debiased_session_share(spec):
+    """α̂ from the step's mean score estimates the agent *session* share αK/(αK + 1 − α)."""
+    human, agent = spec.banks
+    env = PricingMarketEnv(spec, 0.3, 4)
+    obs = rollout(env, 0, 300, spec.undefended_action)[0]
+    alpha_hat = np.mean([o[2 * spec.n_products + OBS_EXTRA.index("alpha_hat")] for o in obs[1:]])
+    assert alpha_hat == pytest.approx(agent_session_share(0.3, 4), abs=0.03)
+    assert human.score.mean() < agent.score.mean()
 
 
-def test_prices_above_every_valuation_give_zero_demand_purchases_and_revenue(make_spec):
-    """Regression for pitfall 2: zero surplus must never fall back to uniform demand."""
-    spec = make_spec(mu_human=20.0, sigma_human=2.0, mu_agent=15.0, sigma_agent=2.0)
-    env = PricingMarketEnv(spec, 0.5)
-    obs, _ = env.reset(seed=0)
-    _, infos = rollout(env, 0, 5, action=spec.n_actions - 1)[1:]
-    assert np.all(obs[: spec.n_products] == 0.0)
-    assert all(i["revenue"] == 0.0 and i["purchases"] == 0.0 for i in infos)
-    draws = draw_step(np.random.default_rng(0), 100, spec.n_products)
-    outcome = evaluate_step(spec, env.unwrapped._banks, np.full(spec.n_products, 60.0),
-                            np.array([0.0, 1.0]), draws)  # fmt: skip
-    assert np.all(outcome.demand == 0) and np.all(outcome.purchases == 0)
-    assert np.all(outcome.n_choosing == 0)
+def test_envs_differing_only_in_alpha_or_k_expose_neither(spec):
+    """Pitfall 3: the policy never sees the true α (nor K: the layout has no slot for either)."""
+    for alpha, k in ((0.3, 2), (0.7, 8)):
+        env = PricingMarketEnv(spec, alpha, k)
+        observations = rollout(env, 5, 5, spec.undefended_action)[0]
+        values = np.concatenate(observations)
+        assert not np.any(np.isclose(values, alpha, rtol=0, atol=1e-7))
+        assert env.observation_space.shape == (2 * spec.n_products + len(OBS_EXTRA),)
 
 
-def test_robust_step_executes_the_minimum_reward_candidate(spec):
+def test_reward_is_profit_minus_volatility_without_a_leak_charge_by_default(spec):
+    env = PricingMarketEnv(spec, 0.6)
+    env.reset(seed=1)
+    _, reward, _, _, info = env.step(spec.action_index(4, 1, 0))
+    assert spec.lam == 0.0 and info["leak"] > 0
+    assert info["volatility"] == pytest.approx(spec.base_levels[4] - spec.base_levels[2])
+    assert reward == pytest.approx(info["profit"] - spec.eta_ux * info["volatility"])
+
+
+def test_a_leak_charge_lowers_the_reward_by_lambda_times_the_leak(spec):
+    _, charged, infos = rollout(PricingMarketEnv(spec, 0.6, lam=2.0), 4, 5, 3)
+    _, plain, _ = rollout(PricingMarketEnv(spec, 0.6), 4, 5, 3)
+    expected = [r - 2.0 * i["leak"] for r, i in zip(plain, infos, strict=True)]
+    assert charged == pytest.approx(expected)
+
+
+def test_robust_step_executes_the_minimum_reward_candidate_over_alpha_and_k(spec):
     env = PricingMarketEnv(spec, 0.5, robust=True)
     env.reset(seed=7)
-    for action in (0, 8, 4, 2):
+    for action in (0, 44, 22, 5):
         _, reward, _, _, info = env.step(action)
         rewards = info["candidate_rewards"]
-        assert rewards.size == spec.robust_candidates
+        assert rewards.size == info["candidate_alphas"].size == info["candidate_ks"].size
+        assert set(info["candidate_ks"]) == set(spec.robust_agent_sessions)
         assert reward == rewards.min()
-        assert info["alpha_adv"] == info["candidate_alphas"][int(np.argmin(rewards))]
+        chosen = int(np.argmin(rewards))
+        assert (info["alpha"], info["k"]) == (info["candidate_alphas"][chosen],
+                                              info["candidate_ks"][chosen])  # fmt: skip
 
 
-def test_robust_step_equals_the_nominal_step_at_the_selected_alpha(spec):
-    """Common random numbers: the executed step is exactly the evaluated one, not a resample."""
-    robust = PricingMarketEnv(spec, 0.5, robust=True)
-    robust.reset(seed=9)
-    _, reward, _, _, info = robust.step(6)
-    nominal = PricingMarketEnv(spec, info["alpha_adv"])
-    nominal.reset(seed=9)
-    _, reward_nominal, _, _, info_nominal = nominal.step(6)
-    assert reward_nominal == pytest.approx(reward, rel=1e-12)
-    assert info_nominal["n_agents"] == info["n_agents"]
+@pytest.mark.parametrize("action", [0, 9, 18])  # δ = 0 at every level
+def test_the_permuted_ablation_is_identical_when_the_detector_is_off(spec, action):
+    assert spec.action_values(action)[2] == 0.0
+    fitted = rollout(PricingMarketEnv(spec, 0.5), 3, 10, action)
+    permuted = rollout(PricingMarketEnv(spec, 0.5, detector="permuted"), 3, 10, action)
+    for key in ("profit", "human_purchases", "agent_purchases", "leak"):
+        assert totals(fitted[2], key) == totals(permuted[2], key)
 
 
-def test_identical_candidates_get_identical_outcomes_under_common_random_numbers(spec):
-    env = PricingMarketEnv(spec, 0.5)
-    env.reset(seed=1)
-    draws = draw_step(np.random.default_rng(4), spec.sessions_per_step, spec.n_products)
-    out = evaluate_step(spec, env._banks, spec.anchor.copy(), np.array([0.4, 0.4, 0.4]), draws)
-    assert np.all(out.revenue == out.revenue[0]) and np.all(out.f_mean == out.f_mean[0])
+def test_the_permuted_ablation_shares_every_draw_but_the_scores(spec):
+    """Same shoppers, chains and noise: only quotes of flagged sessions can differ."""
+    action = spec.action_index(2, 1, 2)
+    fitted = rollout(PricingMarketEnv(spec, 0.5), 3, 30, action)[2]
+    permuted = rollout(PricingMarketEnv(spec, 0.5, detector="permuted"), 3, 30, action)[2]
+    assert [i["agents"] for i in fitted] == [i["agents"] for i in permuted]
+    assert totals(fitted, "agent_flagged") != totals(permuted, "agent_flagged")
 
 
-def test_expected_revenue_falls_as_alpha_rises_when_agents_value_less(spec):
-    def mean_revenue(alpha: float) -> float:
-        env = PricingMarketEnv(spec, alpha)
-        revenues = [i["revenue"] for seed in range(3) for i in rollout(env, seed, 40)[2]]
-        return float(np.mean(revenues))
-
-    revenue = [mean_revenue(alpha) for alpha in (0.0, 0.5, 1.0)]
-    assert revenue[0] > revenue[1] * 1.03 and revenue[1] > revenue[2] * 1.03
+def test_the_detector_raises_agents_quotes_more_than_humans(spec):
+    """With the fitted f, δ = 1 flags a larger share of agent sessions than of human sessions."""
+    infos = rollout(PricingMarketEnv(spec, 0.5, 4), 0, 100, spec.action_index(2, 1, 2))[2]
+    human_rate = totals(infos, "human_flagged") / (100 * 100 - totals(infos, "agents"))
+    agent_rate = totals(infos, "agent_flagged") / (4 * totals(infos, "agents"))
+    assert agent_rate > human_rate + 0.1
 
 
-def test_reset_options_override_alpha_for_one_episode(spec):
-    env = PricingMarketEnv(spec, 0.2)
-    env.reset(seed=0, options={"alpha": 0.9})
-    assert env.step(MID)[4]["alpha_nominal"] == 0.9
+def test_human_harm_is_zero_without_the_detector_and_positive_with_it(spec):
+    off = rollout(PricingMarketEnv(spec, 0.0), 2, 50, spec.action_index(2, 1, 0))[2]
+    on = rollout(PricingMarketEnv(spec, 0.0), 2, 50, spec.action_index(2, 1, 2))[2]
+    assert totals(off, "human_overpay") == totals(off, "human_lost") == 0.0
+    assert totals(on, "human_overpay") > 0 and totals(on, "human_flagged") > 0
+    assert totals(on, "human_spend_undefended") == pytest.approx(
+        totals(off, "human_spend_undefended"))  # fmt: skip
+
+
+def test_agents_pay_less_as_k_grows(spec):
+    def coi_agents(k: int) -> float:
+        infos = rollout(PricingMarketEnv(spec, 1.0, k), 0, 200, spec.undefended_action)[2]
+        return totals(infos, "agent_premium") / totals(infos, "agent_purchases")
+
+    coi = [coi_agents(k) for k in (1, 4, 16)]
+    assert coi[0] > coi[1] > coi[2] > 0
+
+
+def test_quotes_above_every_valuation_sell_nothing(make_spec):
+    """Pitfall 2: zero surplus must never fall back to uniform demand."""
+    spec = make_spec(mu_human=20.0, sigma_human=2.0, mu_agent=15.0, sigma_agent=2.0)
+    infos = rollout(PricingMarketEnv(spec, 0.5), 0, 5, spec.n_actions - 1)[2]
+    assert all(i["revenue"] == 0.0 and i["profit"] == 0.0 for i in infos)
+
+
+def test_reset_options_override_alpha_and_k_for_one_episode(spec):
+    env = PricingMarketEnv(spec, 0.2, 2)
+    env.reset(seed=0, options={"alpha": 0.9, "k": 5})
+    info = env.step(0)[4]
+    assert (info["alpha_nominal"], info["k_nominal"]) == (0.9, 5)
     env.reset(seed=0)
-    assert env.step(MID)[4]["alpha_nominal"] == 0.2
-
-
-@pytest.mark.parametrize("alpha", [0.0, 0.29, 0.5, 1.0])
-def test_exact_mode_draws_floor_n_alpha_agents(make_spec, alpha):
-    env = PricingMarketEnv(make_spec(agent_count_mode="exact"), alpha)
-    env.reset(seed=0)
-    counts = {env.step(MID)[4]["n_agents"] for _ in range(5)}
-    assert counts == {math.floor(100 * alpha + 1e-9)}
-
-
-def test_bernoulli_mode_agent_share_matches_alpha(spec):
-    env = PricingMarketEnv(spec, 0.3)
-    env.reset(seed=2)
-    agents = np.array([env.step(MID)[4]["n_agents"] for _ in range(200)])
-    sd = math.sqrt(0.3 * 0.7 / (100 * 200))
-    assert agents.mean() / 100 == pytest.approx(0.3, abs=4 * sd)
-
-
-def test_mean_detector_score_tracks_alpha(spec):
-    def mean_f(alpha: float) -> float:
-        return float(
-            np.mean([i["f_mean"] for i in rollout(PricingMarketEnv(spec, alpha), 0, 30)[2]])
-        )
-
-    assert mean_f(0.0) < mean_f(0.5) < mean_f(1.0)
-
-
-def test_margin_floor_terminates_after_patience_steps(make_spec):
-    spec = make_spec(mu_human=20.0, sigma_human=2.0, mu_agent=15.0, sigma_agent=2.0, patience=4)
-    _, rewards, _ = rollout(PricingMarketEnv(spec, 0.5), 0, 20)
-    assert len(rewards) == 4
+    info = env.step(0)[4]
+    assert (info["alpha_nominal"], info["k_nominal"]) == (0.2, 2)
 
 
 def test_make_env_truncates_at_the_episode_length(make_spec):
     env = make_env(make_spec(episode_steps=6))
     env.reset(seed=0)
-    flags = [env.step(MID)[3] for _ in range(6)]
+    flags = [env.step(0)[3] for _ in range(6)]
     assert flags == [False] * 5 + [True]
 
 
-def test_step_rejects_an_action_outside_the_space(spec):
+def test_invalid_arguments_and_actions_are_rejected(spec):
     env = PricingMarketEnv(spec, 0.5)
     with pytest.raises(RuntimeError, match="reset"):
         env.step(0)
     env.reset(seed=0)
     with pytest.raises(ValueError, match="action"):
         env.step(spec.n_actions)
+    with pytest.raises(ValueError, match="nominal"):
+        PricingMarketEnv(spec, 0.5, robust=True, detector="permuted")
+    with pytest.raises(ValueError, match="k"):
+        PricingMarketEnv(spec, 0.5, 0)
+    with pytest.raises(ValueError, match="alpha"):
+        PricingMarketEnv(spec, 1.5)

@@ -1,4 +1,4 @@
-"""MarketSpec: validation, serialisation, W1 and the α ambiguity interval."""
+"""MarketSpec v2: validation, the action grid, save/load, the (α, K) ambiguity set."""
 
 from __future__ import annotations
 
@@ -6,83 +6,86 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import integrate, stats
 
-from phantom_assets.config import MarketConfig
 from phantom_assets.market import (
+    ChainBank,
     MarketSpec,
     alpha_half_width,
     alpha_interval,
-    candidate_alphas,
-    valuation_w1,
+    engagement_w1,
+    robust_candidates,
 )
 
 
-@pytest.mark.parametrize(("mu_h", "mu_a", "sigma"), [(120, 100, 20), (80, 95, 5), (50, 50, 10)])
-def test_valuation_w1_equals_the_mean_gap_for_equal_sigmas(mu_h, mu_a, sigma):
-    assert valuation_w1(mu_h, sigma, mu_a, sigma) == pytest.approx(abs(mu_h - mu_a), abs=1e-9)
+def test_action_grid_indices_roundtrip(spec):
+    assert spec.n_actions == 45 and spec.action_shape == (5, 3, 3)
+    for action in range(spec.n_actions):
+        assert spec.action_index(*spec.action_parts(action)) == action
+    level, markup, detector = spec.action_values(spec.undefended_action)
+    assert (level, markup, detector) == (1.0, spec.markups[1], 0.0)
 
 
-@pytest.mark.parametrize(("mu_h", "s_h", "mu_a", "s_a"), [(120, 25, 100, 20), (100, 30, 100, 10)])
-def test_valuation_w1_matches_the_cdf_integral(mu_h, s_h, mu_a, s_a):
-    oracle, _ = integrate.quad(
-        lambda x: abs(stats.norm.cdf(x, mu_h, s_h) - stats.norm.cdf(x, mu_a, s_a)),
-        -500, 700, limit=400,
-    )  # fmt: skip
-    assert valuation_w1(mu_h, s_h, mu_a, s_a) == pytest.approx(oracle, rel=1e-4)
+def test_engagement_w1_is_the_mean_quantile_gap():
+    human = ChainBank(np.arange(100.0), np.full(100, 0.2), np.ones(100))
+    agent = ChainBank(np.arange(100.0) + 7.0, np.full(100, 0.8), np.ones(100))
+    assert engagement_w1(human, agent) == pytest.approx(7.0, abs=1e-9)
+    assert engagement_w1(human, human) == 0.0
 
 
-def test_alpha_half_width_is_the_radius_over_w1(make_spec):
-    spec = make_spec(mu_human=120.0, mu_agent=100.0, sigma_human=20.0, sigma_agent=20.0,
-                      ambiguity_radius_w1=5.0)  # fmt: skip
-    assert alpha_half_width(spec) == pytest.approx(0.25, abs=1e-8)
+def test_alpha_half_width_is_the_radius_over_w1(spec, make_spec):
+    w1 = engagement_w1(*spec.banks)
+    assert alpha_half_width(make_spec(ambiguity_radius_w1=w1 / 4)) == pytest.approx(0.25)
+    assert alpha_half_width(make_spec(ambiguity_radius_w1=0.0)) == 0.0
+    assert alpha_half_width(make_spec(ambiguity_radius_w1=10 * w1)) == 1.0
 
 
-def test_alpha_half_width_is_clipped_to_one_when_the_laws_coincide(make_spec):
-    spec = make_spec(mu_human=100.0, mu_agent=100.0, sigma_human=20.0, sigma_agent=20.0)
-    assert alpha_half_width(spec) == 1.0
-    assert alpha_interval(spec, 0.3) == (0.0, 1.0)
+def test_alpha_half_width_is_one_when_both_classes_engage_alike(spec, make_spec):
+    same = make_spec(agent_engagement=spec.human_engagement, agent_score=spec.human_score,
+                     agent_weight=spec.human_weight)  # fmt: skip
+    assert alpha_half_width(same) == 1.0
+    assert alpha_interval(same, 0.3) == (0.0, 1.0)
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.1, 0.5, 0.9, 1.0])
-def test_candidate_alphas_stay_in_the_unit_interval_around_alpha(alpha, spec):
-    candidates = candidate_alphas(spec, alpha)
+def test_robust_candidates_cover_the_alpha_interval_times_the_k_set(alpha, spec):
+    alphas, ks = robust_candidates(spec, alpha)
     low, high = alpha_interval(spec, alpha)
-    assert candidates.size == spec.robust_candidates
-    assert candidates.min() == pytest.approx(low) and candidates.max() == pytest.approx(high)
+    assert alphas.size == ks.size
+    assert set(ks.tolist()) == set(spec.robust_agent_sessions)
+    assert alphas.min() == pytest.approx(low) and alphas.max() == pytest.approx(high)
     assert 0.0 <= low <= alpha <= high <= 1.0
-
-
-def test_default_price_levels_come_from_market_config(spec):
-    config = MarketConfig()
-    assert spec.n_actions == config.n_actions == 9
-    assert spec.price_levels[0] == pytest.approx(0.8) and spec.price_levels[-1] == pytest.approx(
-        1.2
-    )
-    assert spec.n_products == config.n_products
-
-
-def test_market_spec_roundtrips_through_json(spec):
-    back = MarketSpec.from_json(spec.to_json())
-    assert back.to_json() == spec.to_json()
-    assert np.array_equal(back.kernel_agent, spec.kernel_agent)
 
 
 def test_market_spec_save_and_load_roundtrip_without_temp_files(spec, tmp_path: Path):
     spec.save(tmp_path / "spec")
     assert sorted(p.name for p in (tmp_path / "spec").iterdir()) == ["spec.json", "spec.npz"]
-    assert MarketSpec.load(tmp_path / "spec").to_json() == spec.to_json()
+    back = MarketSpec.load(tmp_path / "spec")
+    assert back._scalars() == spec._scalars()
+    for name in ("anchor", "human_engagement", "agent_score", "kernel_agent"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(spec, name))
+
+
+def test_loading_a_market_v1_spec_names_the_file_and_the_fix(spec, tmp_path: Path):
+    spec.save(tmp_path)
+    with np.load(tmp_path / "spec.npz") as data:
+        v1 = {k: data[k] for k in ("kernel_human", "kernel_agent", "anchor")}
+    np.savez(tmp_path / "spec.npz", **v1)
+    with pytest.raises(ValueError, match=r"spec\.npz.*market_simulators"):
+        MarketSpec.load(tmp_path)
 
 
 def test_market_spec_arrays_are_read_only(spec):
     with pytest.raises(ValueError):
         spec.kernel_human[0, 0] = 1.0
+    with pytest.raises(ValueError):
+        spec.human_engagement[0] = 1.0
 
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("agent_count_mode", "poisson"), ("sigma_agent", 0.0), ("p_low", 200.0), ("smoothing", 1.0)],
-)
+    [("sigma_agent", 0.0), ("p_low", 300.0), ("quote_noise", 1.0), ("detector_strengths", (0.5,)),
+     ("markups", (-0.1, 0.5)), ("agent_sessions", 0), ("robust_agent_sessions", (0, 2))],
+)  # fmt: skip
 def test_market_spec_rejects_invalid_fields(field, value, make_spec):
     with pytest.raises(ValueError, match=field):
         make_spec(**{field: value})
@@ -93,3 +96,7 @@ def test_market_spec_rejects_a_kernel_whose_rows_do_not_sum_to_one(spec, make_sp
     bad[3] *= 2
     with pytest.raises(ValueError, match="row 3"):
         make_spec(kernel_human=bad)
+
+
+def test_reward_scale_normalises_a_step_of_profit(spec):
+    assert spec.reward_scale == pytest.approx(1 / (spec.shoppers_per_step * spec.anchor.mean()))

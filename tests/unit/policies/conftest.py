@@ -1,14 +1,19 @@
-"""A small demo market and tiny training budgets for the policy tests."""
+"""A small demo market, tiny training budgets and an episode-profit rollout for the policy tests."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
 import pytest
 
-from phantom_assets.market import MarketSpec, demo_spec
-from phantom_assets.policies import TrainingParams
+from phantom_assets.config import MarketConfig
+from phantom_assets.market import OBS_EXTRA, MarketSpec, demo_spec, make_env
+from phantom_assets.policies import Policy, TrainingParams
 
 TINY = TrainingParams(
     timesteps=192,
+    budget_multipliers={},
     net_arch=(8,),
     ppo_n_steps=64,
     ppo_batch_size=32,
@@ -19,8 +24,37 @@ TINY = TrainingParams(
 
 
 def small_spec(**overrides) -> MarketSpec:
-    """The demo market with a 500-chain bank and 16-step episodes."""
-    return demo_spec(0, **{"chain_bank_size": 500, "episode_steps": 16, **overrides})
+    """The demo market with a 500-chain bank per class and 16-step episodes (plus any
+    `MarketSpec` field changes)."""
+    return demo_spec(0, MarketConfig(chain_bank_size=500), **{"episode_steps": 16, **overrides})
+
+
+def market_obs(shares: Sequence[float], prices: float | Sequence[float] = 0.25,
+               **extra: float) -> np.ndarray:  # fmt: skip
+    """A v2 observation: shares, normalised base prices, then `OBS_EXTRA` (0 unless given)."""
+    shares = np.asarray(shares, dtype=np.float32)
+    prices = np.broadcast_to(np.asarray(prices, dtype=np.float32), shares.shape)
+    unknown = set(extra) - set(OBS_EXTRA)
+    assert not unknown, f"not observation entries: {unknown}"
+    tail = np.array([extra.get(name, 0.0) for name in OBS_EXTRA], dtype=np.float32)
+    return np.concatenate([shares, prices, tail])
+
+
+def episode_profits(
+    policy: Policy, spec: MarketSpec, alpha: float, seeds: Sequence[int]
+) -> np.ndarray:
+    """Episode profit (money, nominal market, fitted detector) of `policy` on each seed."""
+    env = make_env(spec, alpha)
+    profits = []
+    for seed in seeds:
+        policy.reset()
+        obs, _ = env.reset(seed=seed)
+        total, done = 0.0, False
+        while not done:
+            obs, _, terminated, truncated, info = env.step(policy.act(obs))
+            total, done = total + info["profit"], terminated or truncated
+        profits.append(total)
+    return np.asarray(profits)
 
 
 @pytest.fixture(scope="session")

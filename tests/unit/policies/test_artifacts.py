@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from phantom_assets.lake import CURVE_FILE, POLICY_FILE, WEIGHTS_FILE
+from phantom_assets.market import make_env
 from phantom_assets.policies import (
     StaticPolicy,
     TrainedPolicy,
@@ -19,8 +20,9 @@ from phantom_assets.policies import (
     save_trained,
     train_policy,
     weights_digest,
+    worst_plateau_ratio,
 )
-from phantom_assets.policies.artifacts import policy_record
+from phantom_assets.policies.artifacts import policy_record, probe_observations
 
 
 @pytest.mark.parametrize(
@@ -57,6 +59,9 @@ def test_saved_partition_reloads_identically_and_is_identified_by_its_model_file
     loaded_record, policies = load_trained(tmp_path)
     assert loaded_record == record and sorted(policies) == [0, 1]
     assert reload_mismatches(spec, 0.5, trained, tmp_path) == []
+    learns = tier not in ("static", "surge")
+    assert all((ratio is not None) == learns for ratio in record["plateau_ratios"].values())
+    assert record["plateau_ratios"].keys() == {"0", "1"}
 
 
 def test_sb3_partition_is_identified_by_its_weights_not_its_zip(tmp_path, spec, tiny):
@@ -68,6 +73,21 @@ def test_sb3_partition_is_identified_by_its_weights_not_its_zip(tmp_path, spec, 
     weights = policy_weights(trained[0].policy)
     assert stored.keys() == {f"s0__{name}" for name in weights}
     assert record["weights_sha256"] == weights_digest({f"s0/{k}": v for k, v in weights.items()})
+
+
+def test_the_plateau_ratio_of_each_seed_is_recorded(tmp_path, spec, tiny):
+    trained = [train_policy("qtable", "baseline", spec, 0.5, tiny, seed) for seed in (0, 1)]
+    _, record = save_trained(tmp_path, trained)
+    assert record["plateau_ratios"] == {str(t.seed): t.plateau_ratio for t in trained}
+    assert all(np.isfinite(t.plateau_ratio) for t in trained)
+
+
+@pytest.mark.parametrize(
+    ("ratios", "worst"),
+    [({"0": 1.01, "1": 0.97, "2": 1.02}, 0.97), ({"0": None}, None), ({"0": 1.0, "1": None}, 1.0)],
+)
+def test_the_worst_plateau_ratio_is_the_seed_farthest_from_flat(ratios, worst):
+    assert worst_plateau_ratio({"plateau_ratios": ratios}) == worst
 
 
 def test_the_same_configuration_under_another_key_gets_the_same_config_hash():
@@ -84,6 +104,15 @@ def test_reload_check_names_the_seed_whose_saved_model_acts_differently(tmp_path
     save_trained(tmp_path, [saved])
     changed = dataclasses.replace(saved, policy=StaticPolicy(3))
     assert reload_mismatches(spec, 0.0, [changed], tmp_path, probes=4) == [5]
+
+
+def test_reload_probes_are_market_observations_of_a_random_rollout(spec):
+    probes = probe_observations(spec, 0.5, 12)
+    assert len(probes) == 12 and all(make_env(spec).observation_space.contains(o) for o in probes)
+    n = spec.n_products
+    assert all(o[:n].sum() == pytest.approx(1.0, abs=1e-5) for o in probes)  # demand shares
+    assert len({round(float(o[n : 2 * n].mean()), 6) for o in probes}) > 1  # the level moves
+    assert np.array_equal(np.stack(probes), np.stack(probe_observations(spec, 0.5, 12)))
 
 
 def test_loading_a_folder_without_a_record_says_what_to_materialize(tmp_path):

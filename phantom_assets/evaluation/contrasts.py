@@ -1,0 +1,137 @@
+"""What the benchmark compares: the paired comparisons, the λ × adversary factorial of the
+ablation tier, and the regret against the clairvoyant oracle (DESIGN §5 "Benchmark curves").
+
+Comparisons (`comparison_pairs`), all paired on (α, K, episode seed) by `paired_differences`:
+- `detector_value`: a policy with the fitted detector − the same policy with permuted f
+  (the detector's own contribution, DESIGN §5 market);
+- `defended_vs_baseline`: a defended mode − the mode it adds one switch to, same tier and
+  training α (`DEFENCE_REFERENCE`), fitted detector;
+- `vs_static`: every policy − the static tier (the undefended engine), fitted detector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+from phantom_assets.evaluation.benchmark import design_keys, episode_seed_means, t_intervals
+from phantom_assets.evaluation.protocol import FITTED, PERMUTED
+
+DETECTOR_VALUE, VS_STATIC = "detector_value", "vs_static"
+DEFENDED_VS_BASELINE = "defended_vs_baseline"
+DEFENCE_REFERENCE: dict[str, str] = {"robust": "baseline", "charged": "baseline",
+                                     "robustcharged": "charged"}  # fmt: skip
+"""Defended mode → the mode it is compared with: the adversary alone, the leak charge alone, and
+the adversary on top of the charge."""
+STATIC_TIER = "static"
+FACTORIAL_MODES: tuple[str, ...] = ("baseline", "robust", "charged", "robustcharged")
+FACTORIAL_EFFECTS: dict[str, tuple[float, ...]] = {
+    "lambda": (-0.5, -0.5, 0.5, 0.5),
+    "adversary": (-0.5, 0.5, -0.5, 0.5),
+    "interaction": (1.0, -1.0, -1.0, 1.0),
+}
+"""Contrast weights over `FACTORIAL_MODES`: main effects are averages over the other switch; the
+interaction is (robustcharged − charged) − (robust − baseline)."""
+FACTORIAL_METRICS: tuple[str, ...] = ("profit", "leak", "human_harm")
+ABLATION_SCHEMA: dict[str, pl.DataType] = {
+    "tier": pl.String(), "train_alpha": pl.Float64(), "alpha": pl.Float64(), "k": pl.Int64(),
+    "metric": pl.String(), "effect": pl.String(), "mean": pl.Float64(), "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(), "n": pl.Int64(),
+}  # fmt: skip
+"""Contract of `benchmark_curves/ablation.parquet` (fitted detector)."""
+REGRET_SCHEMA: dict[str, pl.DataType] = {
+    "policy": pl.String(), "tier": pl.String(), "mode": pl.String(), "alpha": pl.Float64(),
+    "k": pl.Int64(), "profit": pl.Float64(), "oracle_profit": pl.Float64(),
+    "regret": pl.Float64(), "relative_regret": pl.Float64(), "n": pl.Int64(),
+}  # fmt: skip
+"""Contract of `benchmark_curves/regret.parquet` (fitted detector, nominal profit)."""
+
+
+def comparison_pairs(labels: pl.DataFrame) -> pl.DataFrame:
+    """The `PAIR_COLUMNS` rows of every comparison among the policies of `labels` (columns
+    `policy, tier, mode, train_alpha`; one static policy at most is the reference)."""
+    labels = labels.select("policy", "tier", "mode", "train_alpha").unique().sort("policy")
+    fitted, permuted = pl.lit(FITTED), pl.lit(PERMUTED)
+    detector = labels.select(comparison=pl.lit(DETECTOR_VALUE), policy="policy", detector=fitted,
+                             reference="policy", reference_detector=permuted)  # fmt: skip
+    reference = pl.DataFrame({"mode": list(DEFENCE_REFERENCE),
+                              "reference_mode": list(DEFENCE_REFERENCE.values())})  # fmt: skip
+    twins = labels.select("tier", "train_alpha", reference_mode="mode", reference="policy")
+    defended = (
+        labels.join(reference, on="mode")
+        .join(twins, on=["tier", "train_alpha", "reference_mode"])
+        .select(comparison=pl.lit(DEFENDED_VS_BASELINE), policy="policy", detector=fitted,
+                reference="reference", reference_detector=fitted)
+    )  # fmt: skip
+    frames = [detector, defended]
+    statics = labels.filter(pl.col("tier") == STATIC_TIER)["policy"]
+    if statics.len():
+        frames.append(labels.filter(pl.col("policy") != statics[0]).select(
+            comparison=pl.lit(VS_STATIC), policy="policy", detector=fitted,
+            reference=pl.lit(statics[0]), reference_detector=fitted))  # fmt: skip
+    return pl.concat(frames)
+
+
+def factorial_effects(
+    evaluations: pl.DataFrame, tier: str, metrics: Sequence[str] = FACTORIAL_METRICS,
+    level: float = 0.95,
+) -> pl.DataFrame:  # fmt: skip
+    """Main effects of λ and of the adversary and their interaction (`FACTORIAL_EFFECTS`) for the
+    four modes of `tier` at each training α, per (α, K) cell and metric, fitted detector.
+
+    Each mode's training seeds are averaged per episode seed; the contrast is formed per episode
+    seed present in all four modes (paired), and gets a Student-t CI over those seeds.
+
+    Returns:
+        `ABLATION_SCHEMA` rows (plus `replicate` when present); none when no training α has all
+        four modes.
+    """
+    rows = evaluations.filter((pl.col("tier") == tier) & (pl.col("detector") == FITTED)
+                              & pl.col("mode").is_in(FACTORIAL_MODES))  # fmt: skip
+    if rows.is_empty():
+        return pl.DataFrame(schema=ABLATION_SCHEMA)
+    means = episode_seed_means(rows.drop("detector"), metrics)
+    keys = ["train_alpha", *design_keys(means.columns), "seed"]
+    long = means.unpivot(index=[*keys, "mode"], on=list(metrics), variable_name="metric")
+    wide = long.pivot("mode", index=[*keys, "metric"], values="value")
+    if not set(FACTORIAL_MODES) <= set(wide.columns):
+        return pl.DataFrame(schema=ABLATION_SCHEMA)
+    wide = wide.drop_nulls(list(FACTORIAL_MODES))
+    weights = np.asarray(list(FACTORIAL_EFFECTS.values()))  # (effects, modes)
+    effects = wide.select(FACTORIAL_MODES).to_numpy() @ weights.T
+    contrasts = (
+        wide.select(*keys, "metric")
+        .with_columns(**{name: effects[:, i] for i, name in enumerate(FACTORIAL_EFFECTS)})
+        .unpivot(index=[*keys, "metric"], on=list(FACTORIAL_EFFECTS), variable_name="effect")
+    )
+    groups = [k for k in keys if k != "seed"]
+    out = t_intervals(contrasts, [*groups, "metric", "effect"], level)
+    columns = ["tier", *groups, "metric", "effect", "mean", "ci_low", "ci_high", "n"]
+    out = out.with_columns(tier=pl.lit(tier)).select(columns).cast(ABLATION_SCHEMA)  # type: ignore[arg-type]
+    return out.sort("train_alpha", "metric", "effect", *groups[1:])
+
+
+def regret_table(curves: pl.DataFrame, oracle: pl.DataFrame) -> pl.DataFrame:
+    """Regret of every policy at every (α, K): the oracle's profit (the best fixed action under
+    common random numbers) − the policy's mean fitted-detector profit, and that over the oracle's
+    profit (`relative_regret`, NaN where the oracle's profit is not positive).
+
+    Args:
+        curves: `benchmark_curves` rows (metric `profit`, detector `fitted` are used).
+        oracle: one row per (alpha, k) with `profit` (`market_oracle`'s table).
+    """
+    if missing := {"alpha", "k", "profit"} - set(oracle.columns):
+        raise ValueError(f"the oracle table lacks columns {sorted(missing)}")
+    best = oracle.select(pl.col("alpha").cast(pl.Float64), pl.col("k").cast(pl.Int64),
+                         oracle_profit=pl.col("profit").cast(pl.Float64))  # fmt: skip
+    profit = curves.filter((pl.col("metric") == "profit") & (pl.col("detector") == FITTED))
+    joined = profit.join(best, on=["alpha", "k"], how="left", validate="m:1")
+    regret = pl.col("oracle_profit") - pl.col("mean")
+    relative = pl.when(pl.col("oracle_profit") > 0).then(regret / pl.col("oracle_profit"))
+    out = joined.select(
+        "policy", "tier", "mode", "alpha", "k", profit="mean", oracle_profit="oracle_profit",
+        regret=regret, relative_regret=relative.otherwise(float("nan")), n="n",
+    )  # fmt: skip
+    return out.cast(REGRET_SCHEMA).sort("policy", "k", "alpha")  # type: ignore[arg-type]

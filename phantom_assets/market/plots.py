@@ -1,0 +1,66 @@
+"""The COI erosion figure (DESIGN §5 "Benchmark curves": the thesis' headline figure).
+
+Returns a ``matplotlib.figure.Figure`` built without pyplot (no global state, Agg canvas); the
+caller saves and closes it. matplotlib is imported inside the function.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+_STYLES = {"coi_a": "-", "coi_h": ":", "coi": "--"}
+_LABELS = {"coi_a": "COI_A", "coi_h": "COI_H", "coi": "COI"}
+
+
+def _band(ax: Axes, x, part: pl.DataFrame, style: str, label: str, color=None) -> None:
+    """One mean line with its CI band."""
+    (line,) = ax.plot(x, part["mean"].to_numpy(), style, marker="o", ms=3, label=label,
+                      color=color)  # fmt: skip
+    ax.fill_between(x, part["ci_low"].to_numpy(), part["ci_high"].to_numpy(),
+                    color=line.get_color(), alpha=0.15)  # fmt: skip
+
+
+def plot_coi_erosion(
+    erosion: pl.DataFrame, reference: pl.DataFrame | None = None, detector: float = 0.0
+) -> Figure:
+    """Left: COI_A, COI_H and COI against K (log2 axis), one colour per α, 95% CI bands over
+    episode seeds, and the m = 0 order-statistic line `reference` (`k, coi_a`). Right: COI
+    against α, one line per K. Rows of the erosion table at detector strength `detector`.
+
+    Raises:
+        ValueError: when the table has no COI rows at `detector`.
+    """
+    from matplotlib.figure import Figure
+
+    rows = erosion.filter((pl.col("detector") == detector) & pl.col("metric").is_in(_STYLES))
+    if rows.is_empty():
+        raise ValueError(f"no COI rows in the erosion table at detector {detector}")
+    fig = Figure(figsize=(11.0, 4.5), layout="constrained")
+    by_k, by_alpha = fig.subplots(1, 2)
+    colors = {a: f"C{i}" for i, a in enumerate(sorted(set(rows["alpha"].to_list())))}
+    groups = rows.sort("metric", "alpha", "k").group_by("metric", "alpha", maintain_order=True)
+    for (metric, alpha), part in groups:
+        _band(by_k, part["k"].to_numpy(), part, _STYLES[str(metric)],
+              f"{_LABELS[str(metric)]} α={alpha:g}", colors[alpha])  # fmt: skip
+    if reference is not None:
+        by_k.plot(reference["k"].to_numpy(), reference["coi_a"].to_numpy(), "k-", lw=0.8,
+                  label="m = 0 order statistic 2w·base/(K+1)")  # fmt: skip
+    by_k.set_xscale("log", base=2)
+    by_k.set_xlabel("K (clean sessions per agent)")
+    by_k.set_ylabel("COI = mean price paid − p_min")
+    by_k.set_title(f"COI erosion vs K (δ = {detector:g}; mean, t 95% CI over seeds)")
+    by_k.legend(fontsize=7, ncols=2)
+    coi = rows.filter(pl.col("metric") == "coi").sort("k", "alpha")
+    for (k,), part in coi.group_by("k", maintain_order=True):
+        _band(by_alpha, part["alpha"].to_numpy(), part, "-", f"K={k}")
+    by_alpha.set_xlabel("α (share of shoppers sending an agent)")
+    by_alpha.set_ylabel("COI (all purchases)")
+    by_alpha.set_title("COI vs α")
+    by_alpha.legend(fontsize=7)
+    return fig

@@ -1,0 +1,105 @@
+"""The oracle: every fixed action on the env's own episode draws, exhaustive, common random
+numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+
+from phantom_assets.market import (
+    ORACLE_SCHEMA,
+    fixed_action_profits,
+    make_env,
+    market_oracle,
+    oracle_markdown,
+    seed_t_interval,
+)
+
+SEEDS = (3, 4, 5)
+STEPS = 4
+
+
+@pytest.mark.parametrize(("alpha", "k"), [(0.0, 1), (0.5, 2), (1.0, 8)])
+def test_fixed_action_profit_equals_the_env_episode_profit_of_that_constant_action(spec, alpha, k):
+    profits = fixed_action_profits(spec, alpha, k, SEEDS, steps=STEPS)
+    assert profits.shape == (len(SEEDS), spec.n_actions)
+    for action in (0, spec.undefended_action, spec.n_actions - 1):
+        for row, seed in enumerate(SEEDS):
+            env = make_env(spec, alpha, k, max_episode_steps=STEPS)
+            env.reset(seed=seed)
+            episode = sum(env.step(action)[4]["profit"] for _ in range(STEPS))
+            assert profits[row, action] == pytest.approx(episode, rel=1e-12)
+
+
+def test_oracle_finds_the_planted_best_action_when_everybody_buys(make_spec):
+    # Valuations far above every quote: profit rises with the quote, so the dearest action wins.
+    spec = make_spec(mu_human=1_000.0, mu_agent=1_000.0)
+    table = market_oracle(spec, [0.0, 1.0], [2], SEEDS, steps=STEPS)
+    levels, markups, detectors = spec.action_shape
+    assert (
+        table["action"].to_list() == [spec.action_index(levels - 1, markups - 1, detectors - 1)] * 2
+    )
+    assert table["level"].to_list() == [max(spec.base_levels)] * 2
+
+
+def test_oracle_row_is_the_argmax_of_mean_fixed_action_profits(spec):
+    table = market_oracle(spec, [0.5], [2], SEEDS, steps=STEPS)
+    profits = fixed_action_profits(spec, 0.5, 2, SEEDS, steps=STEPS)
+    best = int(np.argmax(profits.mean(axis=0)))
+    row = table.row(0, named=True)
+    assert row["action"] == best
+    assert row["profit"] == pytest.approx(profits[:, best].mean())
+    assert row["undefended_profit"] == pytest.approx(profits[:, spec.undefended_action].mean())
+    assert (row["level"], row["markup"], row["delta"]) == spec.action_values(best)
+    assert row["profit"] >= row["undefended_profit"]
+    assert row["n_seeds"] == len(SEEDS)
+
+
+def test_oracle_table_has_one_row_per_alpha_and_k_in_the_contract_schema(spec):
+    table = market_oracle(spec, [0.0, 0.5, 1.0], [8, 2], SEEDS, steps=STEPS)
+    assert table.schema == pl.Schema(ORACLE_SCHEMA)
+    assert table.select("k", "alpha").rows() == [(k, a) for k in (2, 8) for a in (0.0, 0.5, 1.0)]
+    markdown = oracle_markdown(table)
+    assert markdown.count("\n") == 1 + table.height
+
+
+def test_same_seeds_give_an_identical_oracle_table(spec):
+    first = market_oracle(spec, [0.5, 1.0], [2], SEEDS, steps=STEPS)
+    assert first.equals(market_oracle(spec, [0.5, 1.0], [2], SEEDS, steps=STEPS))
+    other = market_oracle(spec, [0.5, 1.0], [2], (6, 7, 8), steps=STEPS)
+    assert not first["profit"].equals(other["profit"])
+
+
+def test_common_random_numbers_make_action_differences_far_less_variable(spec):
+    seeds = range(12)
+    profits = fixed_action_profits(spec, 0.5, 2, seeds, steps=STEPS)
+    level, markup, detector = spec.action_parts(spec.undefended_action)
+    a, b = spec.undefended_action, spec.action_index(level + 1, markup, detector)
+    paired = profits[:, a] - profits[:, b]
+    independent = profits[:, a] - np.roll(profits[:, b], 1)  # each action on other seeds' draws
+    assert paired.var(ddof=1) < independent.var(ddof=1) / 4
+
+
+def test_seed_t_interval_matches_scipy_and_skips_undefined_seeds():
+    rng = np.random.default_rng(0)
+    values = rng.normal(10.0, 2.0, (8, 3))
+    values[0, 1] = np.nan
+    mean, se, low, high, n = seed_t_interval(values, 0.9)
+    assert n.tolist() == [8, 7, 8]
+    for column in range(3):
+        kept = values[~np.isnan(values[:, column]), column]
+        ref_low, ref_high = stats.t.interval(0.9, kept.size - 1, kept.mean(), stats.sem(kept))
+        assert (mean[column], se[column]) == pytest.approx((kept.mean(), stats.sem(kept)))
+        assert (low[column], high[column]) == pytest.approx((ref_low, ref_high))
+    single = seed_t_interval(np.array([[1.0], [np.nan]]))
+    assert single[4][0] == 1 and np.isnan(single[2][0]) and np.isnan(single[3][0])
+
+
+@pytest.mark.parametrize(
+    ("alphas", "ks", "seeds"), [([1.5], [2], SEEDS), ([0.5], [0], SEEDS), ([0.5], [2], ())]
+)
+def test_oracle_rejects_a_bad_grid(spec, alphas, ks, seeds):
+    with pytest.raises(ValueError):
+        market_oracle(spec, alphas, ks, seeds, steps=STEPS)

@@ -70,17 +70,18 @@ class StepDraws:
 def draw_step(
     rng: np.random.Generator, n: int, n_products: int, k_max: int, bank_sizes: tuple[int, int]
 ) -> StepDraws:
-    """Draw a step's common random numbers: one block of uniforms and one of normals, in a fixed
-    layout (for reproducibility and speed)."""
-    u = rng.random((4 + 2 * k_max, n))
+    """Draw a step's common random numbers: a block of per-shopper uniforms, one of per-session
+    uniforms and the normals, in a fixed layout (for reproducibility and speed)."""
+    u = rng.random((4, n))
+    agent = rng.random((n, 2 * k_max))  # row-major (shopper, session) blocks for the gathers
     return StepDraws(
         u_agent=u[0],
         product=(u[1] * n_products).astype(np.int64),
         z=rng.standard_normal(n),
         human_chain=(u[2] * bank_sizes[0]).astype(np.int64),
         human_noise=2.0 * u[3] - 1.0,
-        agent_chain=(u[4 : 4 + k_max].T * bank_sizes[1]).astype(np.int64),
-        agent_noise=2.0 * u[4 + k_max :].T - 1.0,
+        agent_chain=(agent[:, :k_max] * bank_sizes[1]).astype(np.int64),
+        agent_noise=2.0 * agent[:, k_max:] - 1.0,
     )
 
 
@@ -272,8 +273,10 @@ def simulate_step(
         f_h = decoy_scores[0]
         g_h, flagged_h = engine.session_markups(delta, s_h, f_h)
     q_h = engine.quote(base, m, g_h, draws.human_noise)
-    g_0 = engine.bank_markups(0.0)[0][draws.human_chain]
-    q_0 = engine.quote(base, m, g_0, draws.human_noise) if delta > 0 else q_h
+    q_0 = q_h  # the same session's quote at δ = 0 (human harm is measured against it)
+    if delta > 0:
+        q_0 = engine.quote(base, m, engine.bank_markups(0.0)[0][draws.human_chain],
+                           draws.human_noise)  # fmt: skip
     v_h = engine.mu[0] + engine.sigma[0] * draws.z
     buy_h, buy_0 = v_h >= q_h, v_h >= q_0
     as_human = np.zeros((len(STEP_COLUMNS) + 1, n))  # + the session's demand weight

@@ -49,8 +49,8 @@ def test_selecting_on_the_test_seeds_would_break_the_level(monkeypatch):
         latest[metric] = original_per_seed(stress, metric)
         return latest[metric]
 
-    def rank_on_test_seeds(selection, static):  # right after per_seed of the whole table
-        return original_rank(latest[selection.metric]["test"], static)
+    def rank_on_test_seeds(selection, static, *harm):  # right after per_seed of the whole table
+        return original_rank(latest[selection.metric]["test"], static, *harm)
 
     monkeypatch.setattr(gate, "per_seed", per_seed_spy)
     monkeypatch.setattr(gate, "rank_candidates", rank_on_test_seeds)

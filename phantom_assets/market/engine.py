@@ -70,18 +70,17 @@ class StepDraws:
 def draw_step(
     rng: np.random.Generator, n: int, n_products: int, k_max: int, bank_sizes: tuple[int, int]
 ) -> StepDraws:
-    """Draw a step's common random numbers: a block of per-shopper uniforms, one of per-session
-    uniforms and the normals, in a fixed layout (for reproducibility and speed)."""
-    u = rng.random((4, n))
-    agent = rng.random((n, 2 * k_max))  # row-major (shopper, session) blocks for the gathers
+    """Draw a step's common random numbers: one block of uniforms and one of normals, in a fixed
+    layout (for reproducibility and speed)."""
+    u = rng.random((4 + 2 * k_max, n))
     return StepDraws(
         u_agent=u[0],
         product=(u[1] * n_products).astype(np.int64),
         z=rng.standard_normal(n),
         human_chain=(u[2] * bank_sizes[0]).astype(np.int64),
         human_noise=2.0 * u[3] - 1.0,
-        agent_chain=(agent[:, :k_max] * bank_sizes[1]).astype(np.int64),
-        agent_noise=2.0 * agent[:, k_max:] - 1.0,
+        agent_chain=(u[4 : 4 + k_max].T * bank_sizes[1]).astype(np.int64),
+        agent_noise=2.0 * u[4 + k_max :].T - 1.0,
     )
 
 

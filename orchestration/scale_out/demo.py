@@ -41,7 +41,7 @@ UPSTREAM = '+key:"market_simulators"'
 SLICE_JOB = "defense_job"  # exactly the slice's assets
 SLICE_ASSETS = ("trained_policies", "policy_evaluations")
 # Four independent policy partitions: two heuristic/tabular, one linear, one SB3 (torch) tier.
-SLICE_POLICIES = ("static-a000", "linear-a050", "qtable-robust-a050", "dqn-baseline-a000")
+SLICE_POLICIES = ("static-a050", "linear-a050", "qtable-robust-a050", "dqn-baseline-a050")
 # Tiny networks and rollouts, so each training step takes seconds.
 TRAINING_OVERRIDES: dict[str, object] = {
     "net_arch": [8],

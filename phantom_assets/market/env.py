@@ -10,7 +10,6 @@ from gymnasium import spaces
 from gymnasium.wrappers import TimeLimit
 
 from phantom_assets.market.engine import (
-    COLUMN,
     DETECTOR_MODES,
     STEP_COLUMNS,
     Engine,
@@ -118,6 +117,9 @@ class PricingMarketEnv(gym.Env):
         self._decoy_rng: np.random.Generator | None = None
         self._action = spec.undefended_action
         self._action_values = [spec.action_values(a) for a in range(spec.n_actions)]
+        # Each action's base prices as observed: (anchor·level − p_low)/(p_high − p_low) in [0, 1].
+        self._level_prices = [np.clip((spec.anchor * level - spec.p_low) / self._price_span, 0, 1)
+                              for level, _, _ in self._action_values]  # fmt: skip
         self._obs = np.zeros(self.observation_space.shape, dtype=np.float32)
 
     def _simulate(self, action: int) -> StepResult:
@@ -134,19 +136,22 @@ class PricingMarketEnv(gym.Env):
                              self._reference[delta], decoys)  # fmt: skip
 
     def _observe(self, totals: np.ndarray, action: int) -> np.ndarray:
-        spec, n = self.market, self.market.n_products
+        n = self.market.n_products
         demand = totals[len(STEP_COLUMNS) :]
-        total = demand.sum()
-        shares = demand / total if total > 0 else np.zeros(n)
-        level, m, delta = self._action_values[action]
-        prices = (spec.anchor * level - spec.p_low) / self._price_span
-        score_mean = totals[COLUMN["score_sum"]] / max(totals[COLUMN["sessions"]], 1.0)
+        total = float(demand.sum())
+        step = dict(zip(STEP_COLUMNS, totals[: len(STEP_COLUMNS)].tolist(), strict=True))
+        score_mean = step["score_sum"] / max(step["sessions"], 1.0)
         f_h, f_a = self._score_means
         alpha_hat = (score_mean - f_h) / (f_a - f_h) if f_a - f_h > 1e-9 else 0.0
-        bought = totals[COLUMN["human_purchases"]] + totals[COLUMN["agent_purchases"]]
-        low = totals[COLUMN["low_engagement_purchases"]] / bought if bought > 0 else 0.0
+        bought = step["human_purchases"] + step["agent_purchases"]
+        low = step["low_engagement_purchases"] / bought if bought > 0 else 0.0
+        _, m, delta = self._action_values[action]
         extra = (score_mean, alpha_hat, low, m / self._maxima[0], delta / self._maxima[1])
-        return np.clip(np.concatenate([shares, prices, extra]), 0.0, 1.0).astype(np.float32)
+        obs = np.empty(2 * n + len(OBS_EXTRA), dtype=np.float32)
+        obs[:n] = demand / total if total > 0 else 0.0
+        obs[n : 2 * n] = self._level_prices[action]
+        obs[2 * n :] = [min(max(x, 0.0), 1.0) for x in extra]
+        return obs
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

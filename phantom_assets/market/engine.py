@@ -108,6 +108,7 @@ class Engine:
     sigma: tuple[float, float]
     banks: tuple[ChainBank, ChainBank]
     _tables: dict[float, tuple[np.ndarray, ...]] = field(default_factory=dict, repr=False)
+    _agent_factors: dict[tuple[float, float], np.ndarray] = field(default_factory=dict, repr=False)
 
     def markup_factor(self, s: np.ndarray) -> np.ndarray:
         """g(s) = 1 − exp(−s/s0)."""
@@ -131,6 +132,14 @@ class Engine:
                            lifted > bank.engagement]  # fmt: skip
             self._tables[delta] = tuple(tables)
         return self._tables[delta]
+
+    def agent_quote_factors(self, m: float, delta: float) -> np.ndarray:
+        """Per agent-bank chain (cached): its quote factor 1 + m·g(s_eff) at (m, δ), so a step
+        gathers an agent's K factors instead of computing them."""
+        key = (m, delta)
+        if key not in self._agent_factors:
+            self._agent_factors[key] = 1.0 + m * self.bank_markups(delta)[2]
+        return self._agent_factors[key]
 
     def quote(self, base: np.ndarray, m: float, g: np.ndarray, u: np.ndarray) -> np.ndarray:
         """`clip(base·(1 + m·g)·(1 + w·u), p_low, p_high)` for markup factors g = g(s_eff)."""
@@ -262,7 +271,7 @@ def simulate_step(
     col = COLUMN
     base = engine.anchor[draws.product] * level
     floor = np.maximum(engine.p_low, base * (1.0 - engine.noise))
-    g_h_table, flag_h_table, g_a_table, _ = engine.bank_markups(delta)
+    g_h_table, flag_h_table, _, _ = engine.bank_markups(delta)
     # The shopper as a human: one session.
     s_h = human.engagement[draws.human_chain]
     if decoy_scores is None:
@@ -296,12 +305,15 @@ def simulate_step(
     # The shopper as an agent: K clean sessions, buys at the lowest quote.
     chain = draws.agent_chain
     decoy_a = None if decoy_scores is None else decoy_scores[1]
-    if decoy_a is None:
-        g_a, flagged_a = g_a_table[chain], None
+    if decoy_a is None:  # = engine.quote, bit for bit, with 1 + m·g gathered from the cache
+        factor, flagged_a = engine.agent_quote_factors(m, delta)[chain], None
+        quotes = np.clip(base[:, None] * factor * (1.0 + engine.noise * draws.agent_noise),
+                         engine.p_low, engine.p_high)  # fmt: skip
     else:
         g_a, flagged_a = engine.session_markups(delta, agent.engagement[chain], decoy_a)
+        quotes = engine.quote(base[:, None], m, g_a, draws.agent_noise)
     as_agent = AgentQuotes(
-        quotes=engine.quote(base[:, None], m, g_a, draws.agent_noise), chain=chain,
+        quotes=quotes, chain=chain,
         flagged=flagged_a, delta=delta, decoy_score=decoy_a,
         valuation=engine.mu[1] + engine.sigma[1] * draws.z,
         reference=base * (1.0 + m * reference_markup), floor=floor,

@@ -18,22 +18,24 @@ import polars as pl
 
 from phantom_assets.evaluation.benchmark import design_keys, episode_seed_means, t_intervals
 from phantom_assets.evaluation.protocol import FITTED, PERMUTED
+from phantom_assets.policies import REFERENCE_MODES, TRAINING_MODES
 
 DETECTOR_VALUE, VS_STATIC = "detector_value", "vs_static"
 DEFENDED_VS_BASELINE = "defended_vs_baseline"
-DEFENCE_REFERENCE: dict[str, str] = {"robust": "baseline", "charged": "baseline",
-                                     "robustcharged": "charged"}  # fmt: skip
+DEFENCE_REFERENCE: dict[str, str] = REFERENCE_MODES
 """Defended mode → the mode it is compared with: the adversary alone, the leak charge alone, and
-the adversary on top of the charge."""
+the adversary on top of the charge (`policies.REFERENCE_MODES`)."""
 STATIC_TIER = "static"
-FACTORIAL_MODES: tuple[str, ...] = ("baseline", "robust", "charged", "robustcharged")
+FACTORIAL_MODES: tuple[str, ...] = tuple(TRAINING_MODES)
+_SWITCHES = np.array([(m.charged, m.robust) for m in TRAINING_MODES.values()], dtype=float) - 0.5
 FACTORIAL_EFFECTS: dict[str, tuple[float, ...]] = {
-    "lambda": (-0.5, -0.5, 0.5, 0.5),
-    "adversary": (-0.5, 0.5, -0.5, 0.5),
-    "interaction": (1.0, -1.0, -1.0, 1.0),
+    "lambda": tuple(_SWITCHES[:, 0].tolist()),
+    "adversary": tuple(_SWITCHES[:, 1].tolist()),
+    "interaction": tuple((4.0 * _SWITCHES[:, 0] * _SWITCHES[:, 1]).tolist()),
 }
-"""Contrast weights over `FACTORIAL_MODES`: main effects are averages over the other switch; the
-interaction is (robustcharged − charged) − (robust − baseline)."""
+"""Contrast weights over `FACTORIAL_MODES` (baseline, robust, charged, robustcharged), from the
+modes' switches: main effects are averages over the other switch; the interaction is
+(robustcharged − charged) − (robust − baseline)."""
 FACTORIAL_METRICS: tuple[str, ...] = ("profit", "leak", "human_harm")
 ABLATION_SCHEMA: dict[str, pl.DataType] = {
     "tier": pl.String(), "train_alpha": pl.Float64(), "alpha": pl.Float64(), "k": pl.Int64(),

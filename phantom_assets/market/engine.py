@@ -11,11 +11,12 @@ both versions of every shopper are computed once and a candidate's totals are
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
 from phantom_assets.market.bank import ChainBank
-from phantom_assets.market.quoting import quotes_unchecked
+from phantom_assets.market.quoting import quotes_from_factor, quotes_unchecked
 
 STEP_COLUMNS: tuple[str, ...] = (
     "revenue",
@@ -84,6 +85,18 @@ def draw_step(
     )
 
 
+class BankMarkups(NamedTuple):
+    """Every bank chain's markup factor g(s_eff) and detector flag at one δ, per class, and the
+    human mean of g: an equally engaged human's expected markup factor (the leak's reference quote
+    is base·(1 + m·human_reference))."""
+
+    human_g: np.ndarray
+    human_flagged: np.ndarray
+    agent_g: np.ndarray
+    agent_flagged: np.ndarray
+    human_reference: float
+
+
 @dataclass(frozen=True)
 class Engine:
     """The shop's quoting rule and the market's constants a step needs (from a `MarketSpec`).
@@ -107,30 +120,22 @@ class Engine:
     mu: tuple[float, float]
     sigma: tuple[float, float]
     banks: tuple[ChainBank, ChainBank]
-    _tables: dict[float, tuple[np.ndarray, ...]] = field(default_factory=dict, repr=False)
+    _tables: dict[float, BankMarkups] = field(default_factory=dict, repr=False)
     _agent_factors: dict[tuple[float, float], np.ndarray] = field(default_factory=dict, repr=False)
 
     def markup_factor(self, s: np.ndarray) -> np.ndarray:
         """g(s) = 1 − exp(−s/s0)."""
         return -np.expm1(-s / self.s0)
 
-    def human_reference_markup(self, delta: float) -> float:
-        """Mean g(s_eff) of human sessions at detector strength δ: an equally engaged human's
-        expected markup factor (the leak's reference quote is base·(1 + m·this))."""
-        human = self.banks[0]
-        engaged = np.maximum(human.engagement, delta * human.score * self.s_ref)
-        return float(self.markup_factor(engaged).mean())
-
-    def bank_markups(self, delta: float) -> tuple[np.ndarray, ...]:
-        """Per bank chain at detector strength δ (cached): (human g(s_eff), human flagged, agent
-        g(s_eff), agent flagged), flagged = δ·f·s_ref > s. Steps only gather from these."""
+    def bank_markups(self, delta: float) -> BankMarkups:
+        """Every bank chain's g(s_eff) and flag at detector strength δ (cached: steps only gather
+        from these)."""
         if delta not in self._tables:
-            tables = []
-            for bank in self.banks:
-                lifted = delta * self.s_ref * bank.score
-                tables += [self.markup_factor(np.maximum(bank.engagement, lifted)),
-                           lifted > bank.engagement]  # fmt: skip
-            self._tables[delta] = tuple(tables)
+            (human_g, human_flagged), (agent_g, agent_flagged) = (
+                self.session_markups(delta, bank.engagement, bank.score) for bank in self.banks
+            )
+            self._tables[delta] = BankMarkups(human_g, human_flagged, agent_g, agent_flagged,
+                                              float(human_g.mean()))  # fmt: skip
         return self._tables[delta]
 
     def agent_quote_factors(self, m: float, delta: float) -> np.ndarray:
@@ -138,7 +143,7 @@ class Engine:
         gathers an agent's K factors instead of computing them."""
         key = (m, delta)
         if key not in self._agent_factors:
-            self._agent_factors[key] = 1.0 + m * self.bank_markups(delta)[2]
+            self._agent_factors[key] = 1.0 + m * self.bank_markups(delta).agent_g
         return self._agent_factors[key]
 
     def quote(self, base: np.ndarray, m: float, g: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -148,7 +153,8 @@ class Engine:
     def session_markups(
         self, delta: float, engagement: np.ndarray, score: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(g(s_eff), flagged) of sessions with the given s and (decoy) f."""
+        """(g(s_eff), flagged) of sessions with engagement s and (decoy) score f:
+        `s_eff = max(s, δ·f·s_ref)`, flagged = δ·f·s_ref > s."""
         lifted = delta * self.s_ref * score
         return self.markup_factor(np.maximum(engagement, lifted)), lifted > engagement
 
@@ -228,8 +234,8 @@ class StepResult:
         block[col["sessions"]] = k
         low = bank.engagement[agent.chain[rows, session]] < self._engine.s0
         block[col["low_engagement_purchases"]] = buy & low
-        flagged = (self._engine.bank_markups(agent.delta)[3][chains] if agent.flagged is None
-                   else agent.flagged[:, :k])  # fmt: skip
+        flagged = (self._engine.bank_markups(agent.delta).agent_flagged[chains]
+                   if agent.flagged is None else agent.flagged[:, :k])  # fmt: skip
         block[col["agent_flagged"]] = flagged.sum(axis=1)
         block[col["agents"]] = 1.0
         block[len(STEP_COLUMNS)] = bank.weight[chains].sum(axis=1)
@@ -250,7 +256,6 @@ def simulate_step(
     draws: StepDraws,
     alphas: np.ndarray,
     ks: np.ndarray,
-    reference_markup: float,
     decoy_scores: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> StepResult:
     """One step for every candidate (α_c, K_c).
@@ -261,7 +266,6 @@ def simulate_step(
         draws: the step's common random numbers (K_max ≥ max(ks)).
         alphas: (C,) candidate agent shares of shoppers.
         ks: (C,) candidate clean sessions per agent.
-        reference_markup: `engine.human_reference_markup(δ)` (precomputed per δ).
         decoy_scores: the permuted-f ablation: ((N,) human-session f, (N, K_max) agent-session f)
             used instead of the sessions' own f; None = the fitted detector.
     """
@@ -271,19 +275,19 @@ def simulate_step(
     col = COLUMN
     base = engine.anchor[draws.product] * level
     floor = np.maximum(engine.p_low, base * (1.0 - engine.noise))
-    g_h_table, flag_h_table, _, _ = engine.bank_markups(delta)
+    tables = engine.bank_markups(delta)
     # The shopper as a human: one session.
     s_h = human.engagement[draws.human_chain]
     if decoy_scores is None:
-        f_h, g_h = human.score[draws.human_chain], g_h_table[draws.human_chain]
-        flagged_h = flag_h_table[draws.human_chain]
+        f_h, g_h = human.score[draws.human_chain], tables.human_g[draws.human_chain]
+        flagged_h = tables.human_flagged[draws.human_chain]
     else:
         f_h = decoy_scores[0]
         g_h, flagged_h = engine.session_markups(delta, s_h, f_h)
     q_h = engine.quote(base, m, g_h, draws.human_noise)
     q_0 = q_h  # the same session's quote at δ = 0 (human harm is measured against it)
     if delta > 0:
-        q_0 = engine.quote(base, m, engine.bank_markups(0.0)[0][draws.human_chain],
+        q_0 = engine.quote(base, m, engine.bank_markups(0.0).human_g[draws.human_chain],
                            draws.human_noise)  # fmt: skip
     v_h = engine.mu[0] + engine.sigma[0] * draws.z
     buy_h, buy_0 = v_h >= q_h, v_h >= q_0
@@ -305,10 +309,10 @@ def simulate_step(
     # The shopper as an agent: K clean sessions, buys at the lowest quote.
     chain = draws.agent_chain
     decoy_a = None if decoy_scores is None else decoy_scores[1]
-    if decoy_a is None:  # = engine.quote, bit for bit, with 1 + m·g gathered from the cache
+    if decoy_a is None:  # 1 + m·g gathered from the engine's cache
         factor, flagged_a = engine.agent_quote_factors(m, delta)[chain], None
-        quotes = np.clip(base[:, None] * factor * (1.0 + engine.noise * draws.agent_noise),
-                         engine.p_low, engine.p_high)  # fmt: skip
+        quotes = quotes_from_factor(base[:, None], factor, engine.noise, draws.agent_noise,
+                                    engine.p_low, engine.p_high)  # fmt: skip
     else:
         g_a, flagged_a = engine.session_markups(delta, agent.engagement[chain], decoy_a)
         quotes = engine.quote(base[:, None], m, g_a, draws.agent_noise)
@@ -316,7 +320,7 @@ def simulate_step(
         quotes=quotes, chain=chain,
         flagged=flagged_a, delta=delta, decoy_score=decoy_a,
         valuation=engine.mu[1] + engine.sigma[1] * draws.z,
-        reference=base * (1.0 + m * reference_markup), floor=floor,
+        reference=base * (1.0 + m * tables.human_reference), floor=floor,
     )  # fmt: skip
     return StepResult(engine, as_human, as_agent, draws.u_agent, alphas, ks, draws.product)
 

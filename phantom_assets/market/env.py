@@ -105,8 +105,6 @@ class PricingMarketEnv(gym.Env):
                                             dtype=np.float32)  # fmt: skip
         self.engine = engine_of(spec)
         self.half_width = alpha_half_width(spec)
-        self._reference = {d: self.engine.human_reference_markup(d)
-                           for d in spec.detector_strengths}  # fmt: skip
         human, agent = spec.banks
         self._score_means = (float(human.score.mean()), float(agent.score.mean()))
         self._bank_sizes = (human.size, agent.size)
@@ -132,8 +130,7 @@ class PricingMarketEnv(gym.Env):
             share = agent_session_share(self.alpha, self.k)
             shape = (self.market.shoppers_per_step, 1 + k_max)
             decoys = decoy_scores(self._decoy_rng, self.engine.banks, share, shape)
-        return simulate_step(self.engine, (level, m, delta), draws, self._alphas, self._ks,
-                             self._reference[delta], decoys)  # fmt: skip
+        return simulate_step(self.engine, (level, m, delta), draws, self._alphas, self._ks, decoys)
 
     def _observe(self, totals: np.ndarray, action: int) -> np.ndarray:
         n = self.market.n_products

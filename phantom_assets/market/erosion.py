@@ -60,13 +60,13 @@ def erosion_detectors(spec: MarketSpec, detectors: Sequence[float] | None) -> tu
 
 def _class_totals(
     engine: Engine, action: tuple[float, float, float], draws: StepDraws, alpha: float,
-    ks: np.ndarray, reference: float,
+    ks: np.ndarray,
 ) -> np.ndarray:  # fmt: skip
     """(K, len(_TOTALS)) episode totals of `draws`' shoppers, all agents (α = 1) or all humans
     (α = 0), per K (zeros when there are none)."""
     if draws.z.size == 0:
         return np.zeros((ks.size, len(_TOTALS)))
-    result = simulate_step(engine, action, draws, np.full(ks.size, alpha), ks, reference)
+    result = simulate_step(engine, action, draws, np.full(ks.size, alpha), ks)
     columns = [COLUMN[name] for name in _TOTALS]
     return np.stack([result.totals(c)[: len(STEP_COLUMNS)][columns] for c in range(ks.size)])
 
@@ -96,14 +96,13 @@ def seed_metrics(
     for i, seed in enumerate(seeds):  # seeds × δ × α × class engine calls
         draws = episode_draws(spec, int(seed), int(grid.max()), steps)
         for d, delta in enumerate(deltas):
-            action, reference = (level, markup, delta), engine.human_reference_markup(delta)
+            action = (level, markup, delta)
             for j, alpha in enumerate(alphas):
                 agent = draws.u_agent < alpha
-                a = _class_totals(engine, action, subset_draws(draws, agent), 1.0, grid,
-                                  reference)  # fmt: skip
+                a = _class_totals(engine, action, subset_draws(draws, agent), 1.0, grid)
                 # Humans do not depend on K: one candidate, the same for every K.
                 h = np.broadcast_to(_class_totals(engine, action, subset_draws(draws, ~agent),
-                                                  0.0, grid[:1], reference), a.shape)  # fmt: skip
+                                                  0.0, grid[:1]), a.shape)  # fmt: skip
                 bought_h, bought_a = h[:, col["human_purchases"]], a[:, col["agent_purchases"]]
                 premium_h, premium_a = h[:, col["human_premium"]], a[:, col["agent_premium"]]
                 out[i, d, j] = np.stack([

@@ -79,13 +79,12 @@ def _profits(
 ) -> np.ndarray:
     """(seeds, actions, alphas) episode profit of every fixed action, all on each seed's draws."""
     actions = [spec.action_values(a) for a in range(spec.n_actions)]
-    reference = {d: engine.human_reference_markup(d) for d in spec.detector_strengths}
     ks = np.full(alphas.size, k)
     out = np.empty((len(seeds), len(actions), alphas.size))
     for i, seed in enumerate(seeds):  # seeds × actions engine calls, each over every shopper
         draws = episode_draws(spec, int(seed), k, steps)
         for a, action in enumerate(actions):
-            result = simulate_step(engine, action, draws, alphas, ks, reference[action[2]])
+            result = simulate_step(engine, action, draws, alphas, ks)
             out[i, a] = result.profit
     return out
 

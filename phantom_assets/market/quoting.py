@@ -110,8 +110,20 @@ def quotes_unchecked(
 ) -> np.ndarray:
     """`session_quotes` without the argument checks, for the market engine's inner loop (its
     inputs come from a validated `MarketSpec`)."""
-    raw = base * (1.0 + markup * engagement) * (1.0 + noise_halfwidth * u)
-    return np.clip(raw, p_low, p_high)
+    return quotes_from_factor(base, 1.0 + markup * engagement, noise_halfwidth, u, p_low, p_high)
+
+
+def quotes_from_factor(
+    base: np.ndarray,
+    factor: np.ndarray,
+    noise_halfwidth: float,
+    u: np.ndarray,
+    p_low: float,
+    p_high: float,
+) -> np.ndarray:
+    """`clip(base·factor·(1 + w·u), p_low, p_high)` for engagement factors `factor = 1 + m·g`
+    (the engine caches them per bank chain); unchecked."""
+    return np.clip(base * factor * (1.0 + noise_halfwidth * u), p_low, p_high)
 
 
 def price_floor(base: ArrayLike, noise_halfwidth: float, p_low: float) -> np.ndarray:

@@ -55,12 +55,17 @@ MODES: tuple[str, ...] = tuple(name for name, m in TRAINING_MODES.items() if not
 ABLATION_MODES: tuple[str, ...] = tuple(name for name, m in TRAINING_MODES.items() if m.charged)
 """The modes only the ablation tier trains (λ > 0, without and with the adversary): charged,
 robustcharged."""
-NOMINAL_TWINS: dict[str, str] = {
-    name: twin
+_MODE_NAMES: dict[TrainingMode, str] = {mode: name for name, mode in TRAINING_MODES.items()}
+REFERENCE_MODES: dict[str, str] = {
+    name: _MODE_NAMES[dataclasses.replace(mode, robust=False) if mode.robust
+                      else dataclasses.replace(mode, charged=False)]
     for name, mode in TRAINING_MODES.items()
-    if mode.robust
-    for twin, other in TRAINING_MODES.items()
-    if other == dataclasses.replace(mode, robust=False)
+    if mode.robust or mode.charged
+}  # fmt: skip
+"""Defended mode -> the mode with one switch off: the adversary when it is on, else the charge
+(robust -> baseline, robustcharged -> charged, charged -> baseline)."""
+NOMINAL_TWINS: dict[str, str] = {
+    name: twin for name, twin in REFERENCE_MODES.items() if TRAINING_MODES[name].robust
 }
 """Robust mode -> the mode with the same λ and no adversary (robust -> baseline, robustcharged
 -> charged)."""

@@ -27,8 +27,7 @@ def draws_for(spec, seed: int, k_max: int = 16):
 def step(engine, spec, action, draws, alphas, ks, decoys=None):
     values = spec.action_values(action)
     return simulate_step(engine, values, draws, np.asarray(alphas, dtype=float),
-                         np.asarray(ks), engine.human_reference_markup(values[2]),
-                         decoys)  # fmt: skip
+                         np.asarray(ks), decoys)  # fmt: skip
 
 
 def test_a_candidate_among_many_equals_the_same_candidate_alone(engine, spec):

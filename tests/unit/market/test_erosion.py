@@ -85,8 +85,7 @@ def test_class_split_totals_agree_with_the_engine_mixed_totals(spec):
     engine = engine_of(spec)
     draws = episode_draws(spec, 7, int(ks.max()), STEPS)
     action = spec.action_values(spec.undefended_action)
-    result = simulate_step(engine, action, draws, np.full(ks.size, alpha), ks,
-                           engine.human_reference_markup(action[2]))  # fmt: skip
+    result = simulate_step(engine, action, draws, np.full(ks.size, alpha), ks)
     column = {name: i for i, name in enumerate(EROSION_METRICS)}
     for c in range(ks.size):
         totals = result.totals(c)

@@ -175,7 +175,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     else:
         from phantom_assets.market.bench import bench_env
 
-        result = bench_env(steps=args.steps, seed=args.seed or 0)
+        result = bench_env(steps=args.steps, seed=args.seed or 0, repeats=args.repeats)
     sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")
     return 0
 
@@ -244,7 +244,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("target", choices=["env", "fingerprint", "calibration"])
     bench.add_argument("--seed", type=int)
     bench.add_argument("--events", type=int, default=1_000_000, help="fingerprint corpus size")
-    bench.add_argument("--steps", type=int, default=5_000, help="env steps per mode")
+    bench.add_argument("--steps", type=int, default=5_000, help="env steps per pass")
+    bench.add_argument(
+        "--repeats", type=int, default=5, help="env: timed passes per mode (medians reported)"
+    )
     bench.add_argument("--reps", type=int, default=500, help="calibration replications")
     bench.add_argument(
         "--studies", nargs="+", choices=STUDY_MODULES, help="calibration studies (default: all)"

@@ -11,12 +11,13 @@ both versions of every shopper are computed once and a candidate's totals are
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
 
 from phantom_assets.market.bank import ChainBank
-from phantom_assets.market.quoting import quotes_from_factor, quotes_unchecked
+from phantom_assets.market.quoting import clip_quotes, noise_factor
 
 STEP_COLUMNS: tuple[str, ...] = (
     "revenue",
@@ -45,8 +46,7 @@ DETECTOR_MODES: tuple[str, ...] = ("fitted", "permuted")
 session gets the f of a random session of the same step's class mix (same law, no information)."""
 
 
-@dataclass(frozen=True)
-class StepDraws:
+class StepDraws(NamedTuple):
     """The common random numbers of one step (N shoppers, agents with up to K_max sessions).
 
     Attributes:
@@ -121,7 +121,22 @@ class Engine:
     sigma: tuple[float, float]
     banks: tuple[ChainBank, ChainBank]
     _tables: dict[float, BankMarkups] = field(default_factory=dict, repr=False)
-    _agent_factors: dict[tuple[float, float], np.ndarray] = field(default_factory=dict, repr=False)
+    _factors: dict[tuple[float, float], tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict, repr=False
+    )
+
+    @cached_property
+    def agent_score_weight(self) -> np.ndarray:
+        """Per agent-bank chain, score + 1j·weight: the two statistics every agent session adds
+        to a step's totals, packed in one complex128 so a step fetches both with one gather
+        (random gathers into the bank are the step's main cost)."""
+        bank = self.banks[1]
+        return bank.score + 1j * bank.weight
+
+    @cached_property
+    def agent_low_engagement(self) -> np.ndarray:
+        """Per agent-bank chain: engagement below s0 (a low-engagement purchase if bought in)."""
+        return self.banks[1].engagement < self.s0
 
     def markup_factor(self, s: np.ndarray) -> np.ndarray:
         """g(s) = 1 − exp(−s/s0)."""
@@ -138,17 +153,19 @@ class Engine:
                                               float(human_g.mean()))  # fmt: skip
         return self._tables[delta]
 
-    def agent_quote_factors(self, m: float, delta: float) -> np.ndarray:
-        """Per agent-bank chain (cached): its quote factor 1 + m·g(s_eff) at (m, δ), so a step
-        gathers an agent's K factors instead of computing them."""
+    def quote_factors(self, m: float, delta: float) -> tuple[np.ndarray, np.ndarray]:
+        """Per bank chain (cached), (human, agent): the quote factor 1 + m·g(s_eff) at (m, δ), so
+        a step gathers its sessions' factors instead of computing them."""
         key = (m, delta)
-        if key not in self._agent_factors:
-            self._agent_factors[key] = 1.0 + m * self.bank_markups(delta).agent_g
-        return self._agent_factors[key]
+        if key not in self._factors:
+            tables = self.bank_markups(delta)
+            self._factors[key] = (1.0 + m * tables.human_g, 1.0 + m * tables.agent_g)
+        return self._factors[key]
 
-    def quote(self, base: np.ndarray, m: float, g: np.ndarray, u: np.ndarray) -> np.ndarray:
-        """`clip(base·(1 + m·g)·(1 + w·u), p_low, p_high)` for markup factors g = g(s_eff)."""
-        return quotes_unchecked(base, m, g, self.noise, u, self.p_low, self.p_high)
+    def prices(self, base: np.ndarray, factor: np.ndarray | float, noise: np.ndarray) -> np.ndarray:
+        """Quotes `clip(base·factor·noise, p_low, p_high)` for quote factors 1 + m·g(s_eff) and
+        noise factors 1 + w·u."""
+        return clip_quotes(base * factor * noise, self.p_low, self.p_high)
 
     def session_markups(
         self, delta: float, engagement: np.ndarray, score: np.ndarray
@@ -159,8 +176,7 @@ class Engine:
         return self.markup_factor(np.maximum(engagement, lifted)), lifted > engagement
 
 
-@dataclass(frozen=True)
-class AgentQuotes:
+class AgentQuotes(NamedTuple):
     """The shopper-as-agent quantities shared by every K.
 
     Attributes:
@@ -207,45 +223,52 @@ class StepResult:
         self._engine, self._human, self._agent, self._product = engine, human, agent, product
         self._ks = np.asarray(ks)
         self._is_agent = u_agent[None, :] < alphas[:, None]
+        is_agent = self._is_agent.astype(float)  # 0/1 weights (cast once, used twice)
         lowest = np.minimum.accumulate(agent.quotes, axis=1)  # best of the first k, every k
         self._best = lowest[:, self._ks - 1]  # (N, C)
-        self._buy = agent.valuation[:, None] >= self._best
+        self._buy = (agent.valuation[:, None] >= self._best).astype(float)
         human_profit = human[COLUMN["profit"]]
         gain = (self._best - engine.p_low) * self._buy - human_profit[:, None]
-        self.profit = human_profit.sum() + (self._is_agent * gain.T).sum(axis=1)
+        self.profit = human_profit.sum() + (is_agent * gain.T).sum(axis=1)
         leak = (agent.reference[:, None] - self._best) * self._buy
-        self.leak = (self._is_agent * leak.T).sum(axis=1)
+        self.leak = (is_agent * leak.T).sum(axis=1)
 
     def _agent_block(self, candidate: int) -> np.ndarray:
-        agent, col, bank = self._agent, COLUMN, self._engine.banks[1]
+        """The (columns + 1, N) per-shopper block of every shopper as an agent with the
+        candidate's K."""
+        agent, col, engine = self._agent, COLUMN, self._engine
         k = int(self._ks[candidate])
         best, buy = self._best[:, candidate], self._buy[:, candidate]
-        rows = np.arange(best.size)
-        session = np.argmin(agent.quotes[:, :k], axis=1)
         chains = agent.chain[:, :k]
-        score = bank.score[chains] if agent.decoy_score is None else agent.decoy_score[:, :k]
+        chosen = chains[np.arange(best.size), np.argmin(agent.quotes[:, :k], axis=1)]
+        if agent.decoy_score is None:  # score and weight share one gather (`agent_score_weight`)
+            score_weight = engine.agent_score_weight[chains]
+            score_sum, weight_sum = score_weight.real.sum(axis=1), score_weight.imag.sum(axis=1)
+        else:
+            score_sum = agent.decoy_score[:, :k].sum(axis=1)
+            weight_sum = engine.banks[1].weight[chains].sum(axis=1)
         block = np.zeros_like(self._human)
-        block[col["revenue"]] = best * buy
-        block[col["profit"]] = (best - self._engine.p_low) * buy
+        np.multiply(best, buy, out=block[col["revenue"]])
+        np.multiply(best - engine.p_low, buy, out=block[col["profit"]])
         block[col["agent_purchases"]] = buy
-        block[col["agent_premium"]] = (best - agent.floor) * buy
-        block[col["leak"]] = (agent.reference - best) * buy
-        block[col["score_sum"]] = score.sum(axis=1)
+        np.multiply(best - agent.floor, buy, out=block[col["agent_premium"]])
+        np.multiply(agent.reference - best, buy, out=block[col["leak"]])
+        block[col["score_sum"]] = score_sum
         block[col["sessions"]] = k
-        low = bank.engagement[agent.chain[rows, session]] < self._engine.s0
-        block[col["low_engagement_purchases"]] = buy & low
-        flagged = (self._engine.bank_markups(agent.delta).agent_flagged[chains]
-                   if agent.flagged is None else agent.flagged[:, :k])  # fmt: skip
-        block[col["agent_flagged"]] = flagged.sum(axis=1)
+        np.multiply(buy, engine.agent_low_engagement[chosen],
+                    out=block[col["low_engagement_purchases"]])  # fmt: skip
+        if agent.delta > 0:  # at δ = 0 no session is flagged
+            flagged = (engine.bank_markups(agent.delta).agent_flagged[chains]
+                       if agent.flagged is None else agent.flagged[:, :k])  # fmt: skip
+            block[col["agent_flagged"]] = flagged.sum(axis=1)
         block[col["agents"]] = 1.0
-        block[len(STEP_COLUMNS)] = bank.weight[chains].sum(axis=1)
+        block[len(STEP_COLUMNS)] = weight_sum
         return block
 
     def totals(self, candidate: int) -> np.ndarray:
         """(len(STEP_COLUMNS) + P,) totals of one candidate: the columns, then the demand proxy
         (Σ chain demand weights of the sessions) per product."""
-        mask = self._is_agent[candidate]
-        mixed = np.where(mask, self._agent_block(candidate), self._human)
+        mixed = np.where(self._is_agent[candidate], self._agent_block(candidate), self._human)
         demand = np.bincount(self._product, weights=mixed[-1], minlength=self._engine.anchor.size)
         return np.concatenate([mixed[:-1].sum(axis=1), demand])
 
@@ -276,48 +299,55 @@ def simulate_step(
     base = engine.anchor[draws.product] * level
     floor = np.maximum(engine.p_low, base * (1.0 - engine.noise))
     tables = engine.bank_markups(delta)
+    factors = engine.quote_factors(m, delta)
     # The shopper as a human: one session.
-    s_h = human.engagement[draws.human_chain]
+    chain_h = draws.human_chain
+    s_h = human.engagement[chain_h]
+    noise_h = noise_factor(engine.noise, draws.human_noise)
     if decoy_scores is None:
-        f_h, g_h = human.score[draws.human_chain], tables.human_g[draws.human_chain]
-        flagged_h = tables.human_flagged[draws.human_chain]
+        f_h, flagged_h = human.score[chain_h], None  # flags: from the bank table if δ > 0
+        factor_h = factors[0][chain_h] if m else 1.0  # exactly 1 when m = 0
     else:
         f_h = decoy_scores[0]
         g_h, flagged_h = engine.session_markups(delta, s_h, f_h)
-    q_h = engine.quote(base, m, g_h, draws.human_noise)
-    q_0 = q_h  # the same session's quote at δ = 0 (human harm is measured against it)
-    if delta > 0:
-        q_0 = engine.quote(base, m, engine.bank_markups(0.0).human_g[draws.human_chain],
-                           draws.human_noise)  # fmt: skip
+        factor_h = 1.0 + m * g_h
+    q_h = engine.prices(base, factor_h, noise_h)
     v_h = engine.mu[0] + engine.sigma[0] * draws.z
-    buy_h, buy_0 = v_h >= q_h, v_h >= q_0
+    buy_h = (v_h >= q_h).astype(float)  # 0/1: the rows below multiply by it
     as_human = np.zeros((len(STEP_COLUMNS) + 1, n))  # + the session's demand weight
-    as_human[col["revenue"]] = q_h * buy_h
-    as_human[col["profit"]] = (q_h - engine.p_low) * buy_h
+    np.multiply(q_h, buy_h, out=as_human[col["revenue"]])
+    np.multiply(q_h - engine.p_low, buy_h, out=as_human[col["profit"]])
     as_human[col["human_purchases"]] = buy_h
-    as_human[col["human_premium"]] = (q_h - floor) * buy_h
+    np.multiply(q_h - floor, buy_h, out=as_human[col["human_premium"]])
     as_human[col["score_sum"]] = f_h
     as_human[col["sessions"]] = 1.0
-    as_human[col["low_engagement_purchases"]] = buy_h & (s_h < engine.s0)
-    as_human[col["human_overpay"]] = (q_h - q_0) * buy_h
-    lost = buy_0 & ~buy_h
-    as_human[col["human_lost"]] = lost
-    as_human[col["human_lost_spend"]] = q_0 * lost
-    as_human[col["human_spend_undefended"]] = q_0 * buy_0
-    as_human[col["human_flagged"]] = flagged_h
-    as_human[len(STEP_COLUMNS)] = human.weight[draws.human_chain]
+    np.multiply(buy_h, s_h < engine.s0, out=as_human[col["low_engagement_purchases"]])
+    if delta > 0:  # human harm: the same session quoted at δ = 0 (q_0), same draws
+        factor_0 = engine.quote_factors(m, 0.0)[0][chain_h] if m else 1.0
+        q_0 = engine.prices(base, factor_0, noise_h)
+        buy_0 = (v_h >= q_0).astype(float)
+        lost = buy_0 - buy_h
+        np.maximum(lost, 0.0, out=lost)  # bought at δ = 0, not at δ
+        np.multiply(q_h - q_0, buy_h, out=as_human[col["human_overpay"]])
+        as_human[col["human_lost"]] = lost
+        np.multiply(q_0, lost, out=as_human[col["human_lost_spend"]])
+        np.multiply(q_0, buy_0, out=as_human[col["human_spend_undefended"]])
+        as_human[col["human_flagged"]] = (tables.human_flagged[chain_h] if flagged_h is None
+                                          else flagged_h)  # fmt: skip
+    else:  # δ = 0 is the undefended engine: no overpay, no lost purchase, no flag
+        as_human[col["human_spend_undefended"]] = as_human[col["revenue"]]
+    as_human[len(STEP_COLUMNS)] = human.weight[chain_h]
     # The shopper as an agent: K clean sessions, buys at the lowest quote.
     chain = draws.agent_chain
+    noise_a = noise_factor(engine.noise, draws.agent_noise)
     decoy_a = None if decoy_scores is None else decoy_scores[1]
-    if decoy_a is None:  # 1 + m·g gathered from the engine's cache
-        factor, flagged_a = engine.agent_quote_factors(m, delta)[chain], None
-        quotes = quotes_from_factor(base[:, None], factor, engine.noise, draws.agent_noise,
-                                    engine.p_low, engine.p_high)  # fmt: skip
+    if decoy_a is None:
+        factor_a, flagged_a = factors[1][chain] if m else 1.0, None
     else:
         g_a, flagged_a = engine.session_markups(delta, agent.engagement[chain], decoy_a)
-        quotes = engine.quote(base[:, None], m, g_a, draws.agent_noise)
+        factor_a = 1.0 + m * g_a
     as_agent = AgentQuotes(
-        quotes=quotes, chain=chain,
+        quotes=engine.prices(base[:, None], factor_a, noise_a), chain=chain,
         flagged=flagged_a, delta=delta, decoy_score=decoy_a,
         valuation=engine.mu[1] + engine.sigma[1] * draws.z,
         reference=base * (1.0 + m * tables.human_reference), floor=floor,

@@ -113,6 +113,7 @@ class PricingMarketEnv(gym.Env):
         self.alpha, self.k = self.base_alpha, self.base_k
         self._alphas, self._ks = np.array([self.alpha]), np.array([self.k])
         self._decoy_rng: np.random.Generator | None = None
+        self._candidates: dict[float, tuple[np.ndarray, np.ndarray]] = {}  # robust (α, K) per α
         self._action = spec.undefended_action
         self._action_values = [spec.action_values(a) for a in range(spec.n_actions)]
         # Each action's base prices as observed: (anchor·level − p_low)/(p_high − p_low) in [0, 1].
@@ -132,11 +133,12 @@ class PricingMarketEnv(gym.Env):
             decoys = decoy_scores(self._decoy_rng, self.engine.banks, share, shape)
         return simulate_step(self.engine, (level, m, delta), draws, self._alphas, self._ks, decoys)
 
-    def _observe(self, totals: np.ndarray, action: int) -> np.ndarray:
+    def _observe(self, totals: np.ndarray, action: int) -> tuple[np.ndarray, dict[str, Any]]:
+        """The observation after a step with these totals, and the totals by column name."""
         n = self.market.n_products
         demand = totals[len(STEP_COLUMNS) :]
         total = float(demand.sum())
-        step = dict(zip(STEP_COLUMNS, totals[: len(STEP_COLUMNS)].tolist(), strict=True))
+        step = dict(zip(STEP_COLUMNS, totals.tolist(), strict=False))
         score_mean = step["score_sum"] / max(step["sessions"], 1.0)
         f_h, f_a = self._score_means
         alpha_hat = (score_mean - f_h) / (f_a - f_h) if f_a - f_h > 1e-9 else 0.0
@@ -148,7 +150,7 @@ class PricingMarketEnv(gym.Env):
         obs[:n] = demand / total if total > 0 else 0.0
         obs[n : 2 * n] = self._level_prices[action]
         obs[2 * n :] = [min(max(x, 0.0), 1.0) for x in extra]
-        return obs
+        return obs, step
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -160,7 +162,10 @@ class PricingMarketEnv(gym.Env):
         self.alpha = self.base_alpha if alpha is None else _check_alpha(alpha)
         self.k = self.base_k if k is None else _check_k(k)
         if self.robust:
-            self._alphas, self._ks = robust_candidates(self.market, self.alpha, self.half_width)
+            if self.alpha not in self._candidates:
+                self._candidates[self.alpha] = robust_candidates(self.market, self.alpha,
+                                                                 self.half_width)  # fmt: skip
+            self._alphas, self._ks = self._candidates[self.alpha]
         else:
             self._alphas, self._ks = np.array([self.alpha]), np.array([self.k])
         # The ablation's own stream, drawn in every mode so both modes share the main stream.
@@ -170,7 +175,7 @@ class PricingMarketEnv(gym.Env):
         self._alphas, self._ks = np.array([self.alpha]), np.array([self.k])
         warm = self._simulate(self._action).totals(0)
         self._alphas, self._ks = nominal
-        self._obs = self._observe(warm, self._action)
+        self._obs, _ = self._observe(warm, self._action)
         info = {"alpha": self.alpha, "k": self.k, "candidate_alphas": self._alphas.copy(),
                 "candidate_ks": self._ks.copy()}  # fmt: skip
         return self._obs.copy(), info
@@ -191,8 +196,7 @@ class PricingMarketEnv(gym.Env):
         chosen = int(np.argmin(rewards)) if self.robust else 0
         executed = result.totals(chosen)
         self._action = action
-        self._obs = self._observe(executed, action)
-        info: dict[str, Any] = dict(zip(STEP_COLUMNS, executed.tolist(), strict=False))
+        self._obs, info = self._observe(executed, action)
         info.update(
             volatility=volatility, level=level, markup=m, detector=delta,
             alpha=float(self._alphas[chosen]), k=int(self._ks[chosen]),

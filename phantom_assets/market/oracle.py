@@ -15,7 +15,6 @@ are concatenated into one batch of steps·N shoppers and every action is evaluat
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import fields
 
 import numpy as np
 import polars as pl
@@ -48,13 +47,12 @@ def episode_draws(spec: MarketSpec, seed: int, k_max: int, steps: int) -> StepDr
     sizes = tuple(bank.size for bank in spec.banks)
     n, p = spec.shoppers_per_step, spec.n_products
     draws = [draw_step(rng, n, p, k_max, sizes) for _ in range(ENV_PREFIX_DRAWS + steps)]
-    return StepDraws(**{f.name: np.concatenate([getattr(d, f.name) for d in draws[1:]])
-                        for f in fields(StepDraws)})  # fmt: skip
+    return StepDraws(*(np.concatenate(field) for field in zip(*draws[1:], strict=True)))
 
 
 def subset_draws(draws: StepDraws, rows: np.ndarray) -> StepDraws:
     """The draws of the shoppers selected by `rows` (a boolean mask or indices)."""
-    return StepDraws(**{f.name: getattr(draws, f.name)[rows] for f in fields(StepDraws)})
+    return StepDraws(*(field[rows] for field in draws))
 
 
 def seed_t_interval(

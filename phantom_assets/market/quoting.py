@@ -108,22 +108,27 @@ def quotes_unchecked(
     p_low: float,
     p_high: float,
 ) -> np.ndarray:
-    """`session_quotes` without the argument checks, for the market engine's inner loop (its
-    inputs come from a validated `MarketSpec`)."""
-    return quotes_from_factor(base, 1.0 + markup * engagement, noise_halfwidth, u, p_low, p_high)
+    """`session_quotes` without the argument checks, for the market engine (its inputs come from
+    a validated `MarketSpec`)."""
+    factor = 1.0 + markup * engagement
+    return clip_quotes(base * factor * noise_factor(noise_halfwidth, u), p_low, p_high)
 
 
-def quotes_from_factor(
-    base: np.ndarray,
-    factor: np.ndarray,
-    noise_halfwidth: float,
-    u: np.ndarray,
-    p_low: float,
-    p_high: float,
-) -> np.ndarray:
-    """`clip(base·factor·(1 + w·u), p_low, p_high)` for engagement factors `factor = 1 + m·g`
-    (the engine caches them per bank chain); unchecked."""
-    return np.clip(base * factor * (1.0 + noise_halfwidth * u), p_low, p_high)
+def noise_factor(noise_halfwidth: float, u: np.ndarray) -> np.ndarray:
+    """The quote-noise factor `1 + w·u` (a fresh array; a step computes it once per session and
+    quotes the session under several rules with it)."""
+    factor = noise_halfwidth * u
+    factor += 1.0
+    return factor
+
+
+def clip_quotes(unclipped: np.ndarray, p_low: float, p_high: float) -> np.ndarray:
+    """`clip(unclipped, p_low, p_high)` in place (`maximum` then `minimum` is what `clip`
+    computes, without its dispatch overhead in the engine's inner loop). A scalar (0-d
+    arithmetic gives one) is returned clipped as a 0-d array."""
+    unclipped = np.asarray(unclipped)
+    np.maximum(unclipped, p_low, out=unclipped)
+    return np.minimum(unclipped, p_high, out=unclipped)
 
 
 def price_floor(base: ArrayLike, noise_halfwidth: float, p_low: float) -> np.ndarray:

@@ -129,7 +129,7 @@ class Engine:
     def agent_score_weight(self) -> np.ndarray:
         """Per agent-bank chain, score + 1j·weight: the two statistics every agent session adds
         to a step's totals, packed in one complex128 so a step fetches both with one gather
-        (random gathers into the bank are the step's main cost)."""
+        (random gathers into the chain bank mostly miss the cache)."""
         bank = self.banks[1]
         return bank.score + 1j * bank.weight
 
@@ -247,7 +247,7 @@ class StepResult:
         else:
             score_sum = agent.decoy_score[:, :k].sum(axis=1)
             weight_sum = engine.banks[1].weight[chains].sum(axis=1)
-        block = np.zeros_like(self._human)
+        block = np.zeros(self._human.shape)
         np.multiply(best, buy, out=block[col["revenue"]])
         np.multiply(best - engine.p_low, buy, out=block[col["profit"]])
         block[col["agent_purchases"]] = buy

@@ -114,7 +114,7 @@ class PricingMarketEnv(gym.Env):
         self._alphas, self._ks = np.array([self.alpha]), np.array([self.k])
         self._decoy_rng: np.random.Generator | None = None
         self._candidates: dict[float, tuple[np.ndarray, np.ndarray]] = {}  # robust (α, K) per α
-        self._action = spec.undefended_action
+        self._undefended_action = self._action = spec.undefended_action
         self._action_values = [spec.action_values(a) for a in range(spec.n_actions)]
         # Each action's base prices as observed: (anchor·level − p_low)/(p_high − p_low) in [0, 1].
         self._level_prices = [np.clip((spec.anchor * level - spec.p_low) / self._price_span, 0, 1)
@@ -170,7 +170,7 @@ class PricingMarketEnv(gym.Env):
             self._alphas, self._ks = np.array([self.alpha]), np.array([self.k])
         # The ablation's own stream, drawn in every mode so both modes share the main stream.
         self._decoy_rng = np.random.default_rng(int(self.np_random.integers(2**63)))
-        self._action = self.market.undefended_action
+        self._action = self._undefended_action
         nominal = (self._alphas, self._ks)
         self._alphas, self._ks = np.array([self.alpha]), np.array([self.k])
         warm = self._simulate(self._action).totals(0)

@@ -121,9 +121,6 @@ class Engine:
     sigma: tuple[float, float]
     banks: tuple[ChainBank, ChainBank]
     _tables: dict[float, BankMarkups] = field(default_factory=dict, repr=False)
-    _factors: dict[tuple[float, float], tuple[np.ndarray, np.ndarray]] = field(
-        default_factory=dict, repr=False
-    )
 
     @cached_property
     def agent_score_weight(self) -> np.ndarray:
@@ -153,18 +150,12 @@ class Engine:
                                               float(human_g.mean()))  # fmt: skip
         return self._tables[delta]
 
-    def quote_factors(self, m: float, delta: float) -> tuple[np.ndarray, np.ndarray]:
-        """Per bank chain (cached), (human, agent): the quote factor 1 + m·g(s_eff) at (m, δ), so
-        a step gathers its sessions' factors instead of computing them."""
-        key = (m, delta)
-        if key not in self._factors:
-            tables = self.bank_markups(delta)
-            self._factors[key] = (1.0 + m * tables.human_g, 1.0 + m * tables.agent_g)
-        return self._factors[key]
-
-    def prices(self, base: np.ndarray, factor: np.ndarray | float, noise: np.ndarray) -> np.ndarray:
-        """Quotes `clip(base·factor·noise, p_low, p_high)` for quote factors 1 + m·g(s_eff) and
-        noise factors 1 + w·u."""
+    def prices(
+        self, base: np.ndarray, m: float, g: np.ndarray | None, noise: np.ndarray
+    ) -> np.ndarray:
+        """Quotes `clip(base·(1 + m·g)·noise, p_low, p_high)` for markup factors g = g(s_eff) and
+        noise factors 1 + w·u; with m = 0 the factor is exactly 1 and g is not needed (None)."""
+        factor = 1.0 + m * g if m else 1.0
         return clip_quotes(base * factor * noise, self.p_low, self.p_high)
 
     def session_markups(
@@ -299,19 +290,17 @@ def simulate_step(
     base = engine.anchor[draws.product] * level
     floor = np.maximum(engine.p_low, base * (1.0 - engine.noise))
     tables = engine.bank_markups(delta)
-    factors = engine.quote_factors(m, delta)
     # The shopper as a human: one session.
     chain_h = draws.human_chain
     s_h = human.engagement[chain_h]
     noise_h = noise_factor(engine.noise, draws.human_noise)
     if decoy_scores is None:
         f_h, flagged_h = human.score[chain_h], None  # flags: from the bank table if δ > 0
-        factor_h = factors[0][chain_h] if m else 1.0  # exactly 1 when m = 0
+        g_h = tables.human_g[chain_h] if m else None  # gathered only when quotes use it
     else:
         f_h = decoy_scores[0]
         g_h, flagged_h = engine.session_markups(delta, s_h, f_h)
-        factor_h = 1.0 + m * g_h
-    q_h = engine.prices(base, factor_h, noise_h)
+    q_h = engine.prices(base, m, g_h, noise_h)
     v_h = engine.mu[0] + engine.sigma[0] * draws.z
     buy_h = (v_h >= q_h).astype(float)  # 0/1: the rows below multiply by it
     as_human = np.zeros((len(STEP_COLUMNS) + 1, n))  # + the session's demand weight
@@ -323,8 +312,8 @@ def simulate_step(
     as_human[col["sessions"]] = 1.0
     np.multiply(buy_h, s_h < engine.s0, out=as_human[col["low_engagement_purchases"]])
     if delta > 0:  # human harm: the same session quoted at δ = 0 (q_0), same draws
-        factor_0 = engine.quote_factors(m, 0.0)[0][chain_h] if m else 1.0
-        q_0 = engine.prices(base, factor_0, noise_h)
+        g_0 = engine.bank_markups(0.0).human_g[chain_h] if m else None
+        q_0 = engine.prices(base, m, g_0, noise_h)
         buy_0 = (v_h >= q_0).astype(float)
         lost = buy_0 - buy_h
         np.maximum(lost, 0.0, out=lost)  # bought at δ = 0, not at δ
@@ -342,12 +331,11 @@ def simulate_step(
     noise_a = noise_factor(engine.noise, draws.agent_noise)
     decoy_a = None if decoy_scores is None else decoy_scores[1]
     if decoy_a is None:
-        factor_a, flagged_a = factors[1][chain] if m else 1.0, None
+        g_a, flagged_a = tables.agent_g[chain] if m else None, None
     else:
         g_a, flagged_a = engine.session_markups(delta, agent.engagement[chain], decoy_a)
-        factor_a = 1.0 + m * g_a
     as_agent = AgentQuotes(
-        quotes=engine.prices(base[:, None], factor_a, noise_a), chain=chain,
+        quotes=engine.prices(base[:, None], m, g_a, noise_a), chain=chain,
         flagged=flagged_a, delta=delta, decoy_score=decoy_a,
         valuation=engine.mu[1] + engine.sigma[1] * draws.z,
         reference=base * (1.0 + m * tables.human_reference), floor=floor,

@@ -232,9 +232,9 @@ class StepResult:
         best, buy = self._best[:, candidate], self._buy[:, candidate]
         chains = agent.chain[:, :k]
         chosen = chains[np.arange(best.size), np.argmin(agent.quotes[:, :k], axis=1)]
-        if agent.decoy_score is None:  # score and weight share one gather (`agent_score_weight`)
-            score_weight = engine.agent_score_weight[chains]
-            score_sum, weight_sum = score_weight.real.sum(axis=1), score_weight.imag.sum(axis=1)
+        if agent.decoy_score is None:  # score and weight: one gather, one complex sum
+            score_weight = engine.agent_score_weight[chains].sum(axis=1)
+            score_sum, weight_sum = score_weight.real, score_weight.imag
         else:
             score_sum = agent.decoy_score[:, :k].sum(axis=1)
             weight_sum = engine.banks[1].weight[chains].sum(axis=1)

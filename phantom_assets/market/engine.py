@@ -74,13 +74,18 @@ def draw_step(
     """Draw a step's common random numbers: one block of uniforms and one of normals, in a fixed
     layout (for reproducibility and speed)."""
     u = rng.random((4 + 2 * k_max, n))
+    # Row blocks of u: agent share, product, human chain, human noise, k_max agent chains, k_max
+    # agent noises; indices are scaled in place (u is this step's own array).
+    u[1] *= n_products
+    u[2] *= bank_sizes[0]
+    u[4 : 4 + k_max] *= bank_sizes[1]
     return StepDraws(
         u_agent=u[0],
-        product=(u[1] * n_products).astype(np.int64),
+        product=u[1].astype(np.int64),
         z=rng.standard_normal(n),
-        human_chain=(u[2] * bank_sizes[0]).astype(np.int64),
+        human_chain=u[2].astype(np.int64),
         human_noise=2.0 * u[3] - 1.0,
-        agent_chain=(u[4 : 4 + k_max].T * bank_sizes[1]).astype(np.int64),
+        agent_chain=u[4 : 4 + k_max].T.astype(np.int64),
         agent_noise=2.0 * u[4 + k_max :].T - 1.0,
     )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -111,9 +111,9 @@ class PricingMarketEnv(gym.Env):
         self._price_span = spec.p_high - spec.p_low
         self._maxima = (max(max(spec.markups), 1e-12), max(max(spec.detector_strengths), 1e-12))
         self.alpha, self.k = self.base_alpha, self.base_k
-        self._alphas, self._ks = np.array([self.alpha]), np.array([self.k])
+        self._candidates = _single_candidate(self.alpha, self.k)
         self._decoy_rng: np.random.Generator | None = None
-        self._candidates: dict[float, tuple[np.ndarray, np.ndarray]] = {}  # robust (α, K) per α
+        self._robust_sets: dict[float, Candidates] = {}  # robust (α, K) candidates per α
         self._undefended_action = self._action = spec.undefended_action
         self._action_values = [spec.action_values(a) for a in range(spec.n_actions)]
         # Each action's base prices as observed: (anchor·level − p_low)/(p_high − p_low) in [0, 1].
@@ -121,9 +121,9 @@ class PricingMarketEnv(gym.Env):
                               for level, _, _ in self._action_values]  # fmt: skip
         self._obs = np.zeros(self.observation_space.shape, dtype=np.float32)
 
-    def _simulate(self, action: int) -> StepResult:
+    def _simulate(self, action: int, candidates: Candidates) -> StepResult:
         level, m, delta = self._action_values[action]
-        k_max = int(self._ks.max())
+        alphas, ks, k_max = candidates
         draws = draw_step(self.np_random, self.market.shoppers_per_step, self.market.n_products,
                           k_max, self._bank_sizes)  # fmt: skip
         decoys = None
@@ -131,7 +131,7 @@ class PricingMarketEnv(gym.Env):
             share = agent_session_share(self.alpha, self.k)
             shape = (self.market.shoppers_per_step, 1 + k_max)
             decoys = decoy_scores(self._decoy_rng, self.engine.banks, share, shape)
-        return simulate_step(self.engine, (level, m, delta), draws, self._alphas, self._ks, decoys)
+        return simulate_step(self.engine, (level, m, delta), draws, alphas, ks, decoys)
 
     def _observe(self, totals: np.ndarray, action: int) -> tuple[np.ndarray, dict[str, Any]]:
         """The observation after a step with these totals, and the totals by column name."""
@@ -161,23 +161,21 @@ class PricingMarketEnv(gym.Env):
         alpha, k = options.get("alpha"), options.get("k")
         self.alpha = self.base_alpha if alpha is None else _check_alpha(alpha)
         self.k = self.base_k if k is None else _check_k(k)
+        nominal = _single_candidate(self.alpha, self.k)
+        self._candidates = nominal
         if self.robust:
-            if self.alpha not in self._candidates:
-                self._candidates[self.alpha] = robust_candidates(self.market, self.alpha,
-                                                                 self.half_width)  # fmt: skip
-            self._alphas, self._ks = self._candidates[self.alpha]
-        else:
-            self._alphas, self._ks = np.array([self.alpha]), np.array([self.k])
+            if self.alpha not in self._robust_sets:
+                alphas, ks = robust_candidates(self.market, self.alpha, self.half_width)
+                self._robust_sets[self.alpha] = Candidates(alphas, ks, int(ks.max()))
+            self._candidates = self._robust_sets[self.alpha]
         # The ablation's own stream, drawn in every mode so both modes share the main stream.
         self._decoy_rng = np.random.default_rng(int(self.np_random.integers(2**63)))
         self._action = self._undefended_action
-        nominal = (self._alphas, self._ks)
-        self._alphas, self._ks = np.array([self.alpha]), np.array([self.k])
-        warm = self._simulate(self._action).totals(0)
-        self._alphas, self._ks = nominal
+        warm = self._simulate(self._action, nominal).totals(0)  # the warm-up: nominal (α, K)
         self._obs, _ = self._observe(warm, self._action)
-        info = {"alpha": self.alpha, "k": self.k, "candidate_alphas": self._alphas.copy(),
-                "candidate_ks": self._ks.copy()}  # fmt: skip
+        info = {"alpha": self.alpha, "k": self.k,
+                "candidate_alphas": self._candidates.alphas.copy(),
+                "candidate_ks": self._candidates.ks.copy()}  # fmt: skip
         return self._obs.copy(), info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -191,7 +189,8 @@ class PricingMarketEnv(gym.Env):
         spec = self.market
         level, m, delta = self._action_values[action]
         volatility = abs(level - self._action_values[self._action][0])
-        result = self._simulate(action)
+        candidates = self._candidates
+        result = self._simulate(action, candidates)
         rewards = result.profit - spec.eta_ux * volatility - self.lam * result.leak
         chosen = int(np.argmin(rewards)) if self.robust else 0
         executed = result.totals(chosen)
@@ -199,12 +198,24 @@ class PricingMarketEnv(gym.Env):
         self._obs, info = self._observe(executed, action)
         info.update(
             volatility=volatility, level=level, markup=m, detector=delta,
-            alpha=float(self._alphas[chosen]), k=int(self._ks[chosen]),
+            alpha=float(candidates.alphas[chosen]), k=int(candidates.ks[chosen]),
             alpha_nominal=self.alpha, k_nominal=self.k,
-            candidate_alphas=self._alphas.copy(), candidate_ks=self._ks.copy(),
-            candidate_rewards=rewards.copy(),
+            candidate_alphas=candidates.alphas.copy(), candidate_ks=candidates.ks.copy(),
+            candidate_rewards=rewards,
         )  # fmt: skip
         return self._obs.copy(), float(rewards[chosen]), False, False, info
+
+
+class Candidates(NamedTuple):
+    """The (α, K) pairs a step is simulated for (aligned arrays) and their largest K."""
+
+    alphas: np.ndarray
+    ks: np.ndarray
+    k_max: int
+
+
+def _single_candidate(alpha: float, k: int) -> Candidates:
+    return Candidates(np.array([alpha]), np.array([k]), k)
 
 
 def _check_alpha(alpha: float) -> float:

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from phantom_assets.market.bank import ChainBank
-from phantom_assets.market.quoting import clip_quotes, noise_factor
+from phantom_assets.market.quoting import clip_quotes, noise_factor, quotes_unchecked
 
 STEP_COLUMNS: tuple[str, ...] = (
     "revenue",
@@ -160,8 +160,9 @@ class Engine:
     ) -> np.ndarray:
         """Quotes `clip(base·(1 + m·g)·noise, p_low, p_high)` for markup factors g = g(s_eff) and
         noise factors 1 + w·u; with m = 0 the factor is exactly 1 and g is not needed (None)."""
-        factor = 1.0 + m * g if m else 1.0
-        return clip_quotes(base * factor * noise, self.p_low, self.p_high)
+        if not m:
+            return clip_quotes(base * noise, self.p_low, self.p_high)
+        return quotes_unchecked(base, m, g, noise, self.p_low, self.p_high)
 
     def session_markups(
         self, delta: float, engagement: np.ndarray, score: np.ndarray

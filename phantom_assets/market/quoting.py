@@ -96,22 +96,21 @@ def session_quotes(
     _check(not np.any(markup < 0), "markup m must be >= 0")
     _check(not np.any((g < 0) | (g > 1)), "engagement factor g must lie in [0, 1]")
     _check(not np.any(np.abs(u) > 1), "noise draws u must lie in [-1, 1]")
-    return quotes_unchecked(base, markup, g, noise_halfwidth, u, p_low, p_high)
+    return quotes_unchecked(base, markup, g, noise_factor(noise_halfwidth, u), p_low, p_high)
 
 
 def quotes_unchecked(
     base: np.ndarray,
     markup: float | np.ndarray,
     engagement: np.ndarray,
-    noise_halfwidth: float,
-    u: np.ndarray,
+    noise: np.ndarray,
     p_low: float,
     p_high: float,
 ) -> np.ndarray:
-    """`session_quotes` without the argument checks, for the market engine (its inputs come from
-    a validated `MarketSpec`)."""
-    factor = 1.0 + markup * engagement
-    return clip_quotes(base * factor * noise_factor(noise_halfwidth, u), p_low, p_high)
+    """`clip(base·(1 + m·g)·noise, p_low, p_high)` for noise factors `noise = 1 + w·u`
+    (`noise_factor`), without argument checks: the market engine's quote formula (its inputs
+    come from a validated `MarketSpec`)."""
+    return clip_quotes(base * (1.0 + markup * engagement) * noise, p_low, p_high)
 
 
 def noise_factor(noise_halfwidth: float, u: np.ndarray) -> np.ndarray:

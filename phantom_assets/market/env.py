@@ -111,7 +111,7 @@ class PricingMarketEnv(gym.Env):
         self._price_span = spec.p_high - spec.p_low
         self._maxima = (max(max(spec.markups), 1e-12), max(max(spec.detector_strengths), 1e-12))
         self.alpha, self.k = self.base_alpha, self.base_k
-        self._candidates = _single_candidate(self.alpha, self.k)
+        self._candidates = _candidate_set(np.array([self.alpha]), np.array([self.k]))
         self._decoy_rng: np.random.Generator | None = None
         self._robust_sets: dict[float, Candidates] = {}  # robust (α, K) candidates per α
         self._undefended_action = self._action = spec.undefended_action
@@ -161,12 +161,13 @@ class PricingMarketEnv(gym.Env):
         alpha, k = options.get("alpha"), options.get("k")
         self.alpha = self.base_alpha if alpha is None else _check_alpha(alpha)
         self.k = self.base_k if k is None else _check_k(k)
-        nominal = _single_candidate(self.alpha, self.k)
+        nominal = _candidate_set(np.array([self.alpha]), np.array([self.k]))
         self._candidates = nominal
         if self.robust:
             if self.alpha not in self._robust_sets:
-                alphas, ks = robust_candidates(self.market, self.alpha, self.half_width)
-                self._robust_sets[self.alpha] = Candidates(alphas, ks, int(ks.max()))
+                self._robust_sets[self.alpha] = _candidate_set(
+                    *robust_candidates(self.market, self.alpha, self.half_width)
+                )
             self._candidates = self._robust_sets[self.alpha]
         # The ablation's own stream, drawn in every mode so both modes share the main stream.
         self._decoy_rng = np.random.default_rng(int(self.np_random.integers(2**63)))
@@ -214,8 +215,8 @@ class Candidates(NamedTuple):
     k_max: int
 
 
-def _single_candidate(alpha: float, k: int) -> Candidates:
-    return Candidates(np.array([alpha]), np.array([k]), k)
+def _candidate_set(alphas: np.ndarray, ks: np.ndarray) -> Candidates:
+    return Candidates(alphas, ks, int(ks.max()))
 
 
 def _check_alpha(alpha: float) -> float:

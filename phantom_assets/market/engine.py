@@ -4,42 +4,51 @@ for C candidate (α, K) pairs under common random numbers (DESIGN §5).
 A step's randomness is drawn once (`draw_step`), independently of α, K and the action, so every
 candidate and every action sees the same shoppers (pitfall §10.4). Under common random numbers a
 shopper's outcome depends on the candidate only through its class (u < α) and, for an agent, K, so
-both versions of every shopper are computed once and a candidate's totals are
-`human totals + is_agent @ (agent_K − human)`: exact sums, vectorized over shoppers and candidates.
+the compiled step (`_step_totals`) quotes each shopper once as a human and once as an agent with
+K_max sessions (keeping the running best of the first k), then adds the version each candidate
+sees to that candidate's totals. Compiled because a step is ~100 shoppers × (1 + K_max) sessions:
+as numpy it was ~80 small array calls whose dispatch cost more than their arithmetic.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import IntEnum
 from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
+from numba import njit
 
 from phantom_assets.market.bank import ChainBank
-from phantom_assets.market.quoting import clip_quotes, noise_factor, quotes_unchecked
+from phantom_assets.market.quoting import markup_factor, quote
 
-STEP_COLUMNS: tuple[str, ...] = (
-    "revenue",
-    "profit",
-    "human_purchases",
-    "agent_purchases",
-    "human_premium",  # Σ (p − p_min) over human purchases: COI_H = this / human purchases
-    "agent_premium",
-    "leak",  # Σ over agent purchases of (an equally engaged human's expected quote − price paid)
-    "score_sum",  # Σ f over the step's sessions (what the shop observes)
-    "sessions",
-    "low_engagement_purchases",  # purchases in sessions with s < s0
-    "human_overpay",  # extra paid by humans who still buy, vs δ = 0 (same draws)
-    "human_lost",  # human purchases lost vs δ = 0
-    "human_lost_spend",  # what those lost purchases would have paid at δ = 0
-    "human_spend_undefended",  # what humans would have spent at δ = 0
-    "human_flagged",  # human sessions the detector quoted up (δ·f·s_ref > s)
-    "agent_flagged",  # agent sessions the detector quoted up
-    "agents",
-)
-"""Per-step totals, in this column order (`StepResult.totals` appends the demand proxy per
-product)."""
+
+class Column(IntEnum):
+    """Per-step totals, in this column order (a step's totals append the demand proxy per
+    product)."""
+
+    REVENUE = 0
+    PROFIT = 1  # Σ (p − p_low) over purchases
+    HUMAN_PURCHASES = 2
+    AGENT_PURCHASES = 3
+    HUMAN_PREMIUM = 4  # Σ (p − p_min) over human purchases: COI_H = this / human purchases
+    AGENT_PREMIUM = 5
+    LEAK = 6  # Σ over agent purchases of (an equally engaged human's expected quote − price paid)
+    SCORE_SUM = 7  # Σ f over the step's sessions (what the shop observes)
+    SESSIONS = 8
+    LOW_ENGAGEMENT_PURCHASES = 9  # purchases in sessions with s < s0
+    HUMAN_OVERPAY = 10  # extra paid by humans who still buy, vs δ = 0 (same draws)
+    HUMAN_LOST = 11  # human purchases lost vs δ = 0
+    HUMAN_LOST_SPEND = 12  # what those lost purchases would have paid at δ = 0
+    HUMAN_SPEND_UNDEFENDED = 13  # what humans would have spent at δ = 0
+    HUMAN_FLAGGED = 14  # human sessions the detector quoted up (δ·f·s_ref > s)
+    AGENT_FLAGGED = 15  # agent sessions the detector quoted up
+    AGENTS = 16
+
+
+STEP_COLUMNS: tuple[str, ...] = tuple(column.name.lower() for column in Column)
+_N_COLUMNS = len(STEP_COLUMNS)  # a global int: a compile-time constant of the compiled step
 COLUMN = {name: i for i, name in enumerate(STEP_COLUMNS)}
 DETECTOR_MODES: tuple[str, ...] = ("fitted", "permuted")
 """`fitted`: quotes use each session's own f; `permuted`: the detector-value ablation, every
@@ -90,16 +99,63 @@ def draw_step(
     )
 
 
-class BankMarkups(NamedTuple):
-    """Every bank chain's markup factor g(s_eff) and detector flag at one δ, per class, and the
-    human mean of g: an equally engaged human's expected markup factor (the leak's reference quote
-    is base·(1 + m·human_reference))."""
+CHAIN_TABLE_COLUMNS: tuple[str, ...] = ("engagement", "score", "weight", "g")
+"""Columns of a step's per-chain table: a bank's s, f and demand weight, and g(s_eff) at one δ."""
 
-    human_g: np.ndarray
-    human_flagged: np.ndarray
-    agent_g: np.ndarray
-    agent_flagged: np.ndarray
+
+class StepTables(NamedTuple):
+    """What a step at detector strength δ reads per chain: each class's (chains, 4) table
+    (`CHAIN_TABLE_COLUMNS`; one row per chain, cache-line aligned, because a step reads ~1,700
+    chains at random and the bank outgrows the core's cache), the human chains' g at δ = 0 (the
+    harm's reference quote) and the human mean of g (an equally engaged human's expected markup
+    factor: the leak's reference quote is base·(1 + m·human_reference))."""
+
+    human: np.ndarray
+    agent: np.ndarray
+    human_g_undefended: np.ndarray
     human_reference: float
+
+
+def _aligned_rows(columns: tuple[np.ndarray, ...]) -> np.ndarray:
+    """The columns side by side as a C-contiguous (rows, len(columns)) float64 table whose
+    first row starts on a 64-byte boundary (so a 4-column row never straddles cache lines)."""
+    rows = np.column_stack(columns)
+    buffer = np.empty(rows.size + 8)
+    start = (-buffer.ctypes.data % 64) // 8
+    table = buffer[start : start + rows.size].reshape(rows.shape)
+    table[...] = rows
+    table.setflags(write=False)
+    return table
+
+
+class Quoting(NamedTuple):
+    """The market's scalar constants a step needs, in the compiled step's argument order."""
+
+    p_low: float
+    p_high: float
+    noise: float
+    s0: float
+    s_ref: float
+    mu_human: float
+    sigma_human: float
+    mu_agent: float
+    sigma_agent: float
+
+
+@njit(cache=True)
+def _session_markup(s: float, f: float, lift: float, s0: float) -> tuple[float, bool]:
+    """(g(s_eff), flagged) of a session with engagement s and score f at lift = δ·s_ref:
+    `s_eff = max(s, lift·f)`, flagged iff lift·f > s."""
+    lifted = lift * f
+    return markup_factor(max(s, lifted), s0), lifted > s
+
+
+@njit(cache=True)
+def _markup_table(engagement: np.ndarray, score: np.ndarray, lift: float, s0: float) -> np.ndarray:
+    g = np.empty(engagement.size)
+    for i in range(engagement.size):
+        g[i] = _session_markup(engagement[i], score[i], lift, s0)[0]
+    return g
 
 
 @dataclass(frozen=True)
@@ -125,149 +181,119 @@ class Engine:
     mu: tuple[float, float]
     sigma: tuple[float, float]
     banks: tuple[ChainBank, ChainBank]
-    _tables: dict[float, BankMarkups] = field(default_factory=dict, repr=False)
+    _tables: dict[float, StepTables] = field(default_factory=dict, repr=False)
 
     @cached_property
-    def agent_score_weight(self) -> np.ndarray:
-        """Per agent-bank chain, score + 1j·weight: the two statistics every agent session adds
-        to a step's totals, packed in one complex128 so a step fetches both with one gather
-        (random gathers into the chain bank mostly miss the cache)."""
-        bank = self.banks[1]
-        return bank.score + 1j * bank.weight
+    def quoting(self) -> Quoting:
+        """The scalar constants, as the compiled step takes them."""
+        return Quoting(float(self.p_low), float(self.p_high), float(self.noise), float(self.s0),
+                       float(self.s_ref), float(self.mu[0]), float(self.sigma[0]),
+                       float(self.mu[1]), float(self.sigma[1]))  # fmt: skip
 
-    @cached_property
-    def agent_low_engagement(self) -> np.ndarray:
-        """Per agent-bank chain: engagement below s0 (a low-engagement purchase if bought in)."""
-        return self.banks[1].engagement < self.s0
-
-    def markup_factor(self, s: np.ndarray) -> np.ndarray:
-        """g(s) = 1 − exp(−s/s0)."""
-        return -np.expm1(-s / self.s0)
-
-    def bank_markups(self, delta: float) -> BankMarkups:
-        """Every bank chain's g(s_eff) and flag at detector strength δ (cached: steps only gather
-        from these)."""
+    def step_tables(self, delta: float) -> StepTables:
+        """Every bank chain's g(s_eff) and flag at detector strength δ (cached: steps only read
+        these)."""
         if delta not in self._tables:
-            (human_g, human_flagged), (agent_g, agent_flagged) = (
-                self.session_markups(delta, bank.engagement, bank.score) for bank in self.banks
-            )
-            self._tables[delta] = BankMarkups(human_g, human_flagged, agent_g, agent_flagged,
-                                              float(human_g.mean()))  # fmt: skip
+            lift = float(delta) * self.s_ref
+            g = [_markup_table(bank.engagement, bank.score, lift, self.s0) for bank in self.banks]
+            human, agent = (_aligned_rows((bank.engagement, bank.score, bank.weight, g_bank))
+                            for bank, g_bank in zip(self.banks, g, strict=True))  # fmt: skip
+            undefended = self.step_tables(0.0).human_g_undefended if delta else g[0]
+            self._tables[delta] = StepTables(human, agent, undefended, float(g[0].mean()))
         return self._tables[delta]
 
-    def prices(
-        self, base: np.ndarray, m: float, g: np.ndarray | None, noise: np.ndarray
-    ) -> np.ndarray:
-        """Quotes `clip(base·(1 + m·g)·noise, p_low, p_high)` for markup factors g = g(s_eff) and
-        noise factors 1 + w·u; with m = 0 the factor is exactly 1 and g is not needed (None)."""
-        if not m:
-            return clip_quotes(base * noise, self.p_low, self.p_high)
-        return quotes_unchecked(base, m, g, noise, self.p_low, self.p_high)
 
-    def session_markups(
-        self, delta: float, engagement: np.ndarray, score: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(g(s_eff), flagged) of sessions with engagement s and (decoy) score f:
-        `s_eff = max(s, δ·f·s_ref)`, flagged = δ·f·s_ref > s."""
-        lifted = delta * self.s_ref * score
-        return self.markup_factor(np.maximum(engagement, lifted)), lifted > engagement
-
-
-class AgentQuotes(NamedTuple):
-    """The shopper-as-agent quantities shared by every K.
-
-    Attributes:
-        quotes: (N, K_max) each clean session's quote.
-        chain: (N, K_max) each clean session's index in the agent bank.
-        flagged: (N, K_max) the detector quoted the session up (δ·f·s_ref > s); None = read
-            it from the engine's bank table at δ when a block needs it.
-        decoy_score: (N, K_max) the sessions' decoy f in the ablation, None = their own f.
-        valuation: (N,) the shopper's valuation as an agent.
-        reference: (N,) an equally engaged human's expected quote, base·(1 + m·ḡ_H(δ)).
-        floor: (N,) the engine's lowest quote p_min for the shopper's product.
-    """
-
-    quotes: np.ndarray
-    chain: np.ndarray
-    flagged: np.ndarray | None
-    delta: float
-    decoy_score: np.ndarray | None
-    valuation: np.ndarray
-    reference: np.ndarray
-    floor: np.ndarray
-
-
-class StepResult:
-    """One step under every candidate (α_c, K_c): profit and leak (the reward's ingredients) for
-    all candidates, full totals (`STEP_COLUMNS` + demand per product) of any one on demand.
-
-    Per-shopper quantities are (columns, N) row blocks of the shopper as a human and as an agent
-    with K sessions; a candidate's totals are `human.sum(1) + (agent_K − human) @ is_agent_c`. Only
-    the executed candidate's agent block is ever built in full.
-    """
-
-    def __init__(
-        self,
-        engine: Engine,
-        human: np.ndarray,
-        agent: AgentQuotes,
-        u_agent: np.ndarray,
-        alphas: np.ndarray,
-        ks: np.ndarray,
-        product: np.ndarray,
-    ) -> None:
-        """Best-of-K purchases for each candidate K and every candidate's profit and leak."""
-        self._engine, self._human, self._agent, self._product = engine, human, agent, product
-        self._ks = np.asarray(ks)
-        self._is_agent = u_agent[None, :] < alphas[:, None]
-        is_agent = self._is_agent.astype(float)  # 0/1 weights (cast once, used twice)
-        lowest = np.minimum.accumulate(agent.quotes, axis=1)  # best of the first k, every k
-        self._best = lowest[:, self._ks - 1]  # (N, C)
-        self._buy = (agent.valuation[:, None] >= self._best).astype(float)
-        human_profit = human[COLUMN["profit"]]
-        gain = (self._best - engine.p_low) * self._buy - human_profit[:, None]
-        self.profit = human_profit.sum() + (is_agent * gain.T).sum(axis=1)
-        leak = (agent.reference[:, None] - self._best) * self._buy
-        self.leak = (is_agent * leak.T).sum(axis=1)
-
-    def _agent_block(self, candidate: int) -> np.ndarray:
-        """The (columns + 1, N) per-shopper block of every shopper as an agent with the
-        candidate's K."""
-        agent, col, engine = self._agent, COLUMN, self._engine
-        k = int(self._ks[candidate])
-        best, buy = self._best[:, candidate], self._buy[:, candidate]
-        chains = agent.chain[:, :k]
-        chosen = chains[np.arange(best.size), np.argmin(agent.quotes[:, :k], axis=1)]
-        if agent.decoy_score is None:  # score and weight: one gather, one complex sum
-            score_weight = engine.agent_score_weight[chains].sum(axis=1)
-            score_sum, weight_sum = score_weight.real, score_weight.imag
-        else:
-            score_sum = agent.decoy_score[:, :k].sum(axis=1)
-            weight_sum = engine.banks[1].weight[chains].sum(axis=1)
-        block = np.zeros(self._human.shape)
-        np.multiply(best, buy, out=block[col["revenue"]])
-        np.multiply(best - engine.p_low, buy, out=block[col["profit"]])
-        block[col["agent_purchases"]] = buy
-        np.multiply(best - agent.floor, buy, out=block[col["agent_premium"]])
-        np.multiply(agent.reference - best, buy, out=block[col["leak"]])
-        block[col["score_sum"]] = score_sum
-        block[col["sessions"]] = k
-        np.multiply(buy, engine.agent_low_engagement[chosen],
-                    out=block[col["low_engagement_purchases"]])  # fmt: skip
-        if agent.delta > 0:  # at δ = 0 no session is flagged
-            flagged = (engine.bank_markups(agent.delta).agent_flagged[chains]
-                       if agent.flagged is None else agent.flagged[:, :k])  # fmt: skip
-            block[col["agent_flagged"]] = flagged.sum(axis=1)
-        block[col["agents"]] = 1.0
-        block[len(STEP_COLUMNS)] = weight_sum
-        return block
-
-    def totals(self, candidate: int) -> np.ndarray:
-        """(len(STEP_COLUMNS) + P,) totals of one candidate: the columns, then the demand proxy
-        (Σ chain demand weights of the sessions) per product."""
-        mixed = np.where(self._is_agent[candidate], self._agent_block(candidate), self._human)
-        demand = np.bincount(self._product, weights=mixed[-1], minlength=self._engine.anchor.size)
-        return np.concatenate([mixed[:-1].sum(axis=1), demand])
+@njit(cache=True, boundscheck=True)
+def _step_totals(
+    level: float, markup: float, delta: float, quoting: Quoting, anchor: np.ndarray,
+    draws: StepDraws, alphas: np.ndarray, ks: np.ndarray, tables: StepTables,
+    decoys: tuple[np.ndarray, np.ndarray] | None,
+) -> np.ndarray:  # fmt: skip
+    """(C, len(Column) + P) totals of one step for every candidate (α_c, K_c); see
+    `simulate_step`. Bounds-checked: a malformed draw raises IndexError instead of reading past
+    an array."""
+    p_low, p_high, w, s0, s_ref, mu_human, sigma_human, mu_agent, sigma_agent = quoting
+    human, agent = tables.human, tables.agent
+    n, k_max = draws.agent_chain.shape
+    totals = np.zeros((alphas.size, _N_COLUMNS + anchor.size))
+    # The shopper as an agent, after its first k + 1 sessions: best quote, the chain quoted it
+    # (the first lowest, as argmin), and the running sums of score, demand weight and flags.
+    best, best_chain = np.empty(k_max), np.empty(k_max, np.int64)
+    score_sum, weight_sum, flagged_sum = np.empty(k_max), np.empty(k_max), np.empty(k_max)
+    lift = delta * s_ref
+    for i in range(n):
+        product = draws.product[i]
+        base = anchor[product] * level
+        floor = max(p_low, base * (1.0 - w))
+        # The shopper as a human: one session, quoted at δ and (human harm) at δ = 0.
+        human_chain = draws.human_chain[i]
+        s_human, f_human = human[human_chain, 0], human[human_chain, 1]
+        weight_human, g_human = human[human_chain, 2], human[human_chain, 3]
+        if decoys is not None:
+            f_human = decoys[0][i]
+            g_human = _session_markup(s_human, f_human, lift, s0)[0]
+        flagged_human = lift * f_human > s_human
+        u = draws.human_noise[i]
+        q_human = quote(base, markup, g_human, w, u, p_low, p_high)
+        g_undefended = tables.human_g_undefended[human_chain]
+        q_undefended = quote(base, markup, g_undefended, w, u, p_low, p_high)
+        v_human = mu_human + sigma_human * draws.z[i]
+        buys = 1.0 if v_human >= q_human else 0.0
+        buys_undefended = 1.0 if v_human >= q_undefended else 0.0
+        lost = max(buys_undefended - buys, 0.0)
+        # The shopper as an agent: K_max clean sessions.
+        running, running_chain = np.inf, 0
+        f_total = weight_total = flagged_total = 0.0
+        for j in range(k_max):
+            chain = draws.agent_chain[i, j]
+            s, f, weight, g = agent[chain, 0], agent[chain, 1], agent[chain, 2], agent[chain, 3]
+            if decoys is not None:
+                f = decoys[1][i, j]
+                g = _session_markup(s, f, lift, s0)[0]
+            q = quote(base, markup, g, w, draws.agent_noise[i, j], p_low, p_high)
+            if q < running:
+                running, running_chain = q, chain
+            f_total += f
+            weight_total += weight
+            flagged_total += lift * f > s
+            best[j], best_chain[j] = running, running_chain
+            score_sum[j], weight_sum[j], flagged_sum[j] = f_total, weight_total, flagged_total
+        v_agent = mu_agent + sigma_agent * draws.z[i]
+        reference = base * (1.0 + markup * tables.human_reference)
+        for c in range(alphas.size):
+            row = totals[c]
+            if draws.u_agent[i] < alphas[c]:
+                k = ks[c] - 1  # index of the K-th session
+                price = best[k]
+                bought = 1.0 if v_agent >= price else 0.0
+                row[Column.REVENUE] += price * bought
+                row[Column.PROFIT] += (price - p_low) * bought
+                row[Column.AGENT_PURCHASES] += bought
+                row[Column.AGENT_PREMIUM] += (price - floor) * bought
+                row[Column.LEAK] += (reference - price) * bought
+                row[Column.SCORE_SUM] += score_sum[k]
+                row[Column.SESSIONS] += ks[c]
+                if agent[best_chain[k], 0] < s0:
+                    row[Column.LOW_ENGAGEMENT_PURCHASES] += bought
+                row[Column.AGENT_FLAGGED] += flagged_sum[k]
+                row[Column.AGENTS] += 1.0
+                row[_N_COLUMNS + product] += weight_sum[k]
+            else:
+                row[Column.REVENUE] += q_human * buys
+                row[Column.PROFIT] += (q_human - p_low) * buys
+                row[Column.HUMAN_PURCHASES] += buys
+                row[Column.HUMAN_PREMIUM] += (q_human - floor) * buys
+                row[Column.SCORE_SUM] += f_human
+                row[Column.SESSIONS] += 1.0
+                if s_human < s0:
+                    row[Column.LOW_ENGAGEMENT_PURCHASES] += buys
+                row[Column.HUMAN_OVERPAY] += (q_human - q_undefended) * buys
+                row[Column.HUMAN_LOST] += lost
+                row[Column.HUMAN_LOST_SPEND] += q_undefended * lost
+                row[Column.HUMAN_SPEND_UNDEFENDED] += q_undefended * buys_undefended
+                row[Column.HUMAN_FLAGGED] += flagged_human
+                row[_N_COLUMNS + product] += weight_human
+    return totals
 
 
 def simulate_step(
@@ -277,8 +303,10 @@ def simulate_step(
     alphas: np.ndarray,
     ks: np.ndarray,
     decoy_scores: tuple[np.ndarray, np.ndarray] | None = None,
-) -> StepResult:
-    """One step for every candidate (α_c, K_c).
+) -> np.ndarray:
+    """One step for every candidate (α_c, K_c): a (C, len(STEP_COLUMNS) + P) array, row c the
+    candidate's `STEP_COLUMNS` totals, then its demand proxy (Σ chain demand weights of the
+    sessions) per product.
 
     Args:
         engine: quoting rule and constants.
@@ -290,63 +318,15 @@ def simulate_step(
             used instead of the sessions' own f; None = the fitted detector.
     """
     level, m, delta = action
-    human, agent = engine.banks
-    n = draws.z.size
-    col = COLUMN
-    base = engine.anchor[draws.product] * level
-    floor = np.maximum(engine.p_low, base * (1.0 - engine.noise))
-    tables = engine.bank_markups(delta)
-    # The shopper as a human: one session.
-    chain_h = draws.human_chain
-    s_h = human.engagement[chain_h]
-    noise_h = noise_factor(engine.noise, draws.human_noise)
-    if decoy_scores is None:
-        f_h, flagged_h = human.score[chain_h], None  # flags: from the bank table if δ > 0
-        g_h = tables.human_g[chain_h] if m else None  # gathered only when quotes use it
-    else:
-        f_h = decoy_scores[0]
-        g_h, flagged_h = engine.session_markups(delta, s_h, f_h)
-    q_h = engine.prices(base, m, g_h, noise_h)
-    v_h = engine.mu[0] + engine.sigma[0] * draws.z
-    buy_h = (v_h >= q_h).astype(float)  # 0/1: the rows below multiply by it
-    as_human = np.zeros((len(STEP_COLUMNS) + 1, n))  # + the session's demand weight
-    np.multiply(q_h, buy_h, out=as_human[col["revenue"]])
-    np.multiply(q_h - engine.p_low, buy_h, out=as_human[col["profit"]])
-    as_human[col["human_purchases"]] = buy_h
-    np.multiply(q_h - floor, buy_h, out=as_human[col["human_premium"]])
-    as_human[col["score_sum"]] = f_h
-    as_human[col["sessions"]] = 1.0
-    np.multiply(buy_h, s_h < engine.s0, out=as_human[col["low_engagement_purchases"]])
-    if delta > 0:  # human harm: the same session quoted at δ = 0 (q_0), same draws
-        g_0 = engine.bank_markups(0.0).human_g[chain_h] if m else None
-        q_0 = engine.prices(base, m, g_0, noise_h)
-        buy_0 = (v_h >= q_0).astype(float)
-        lost = buy_0 - buy_h
-        np.maximum(lost, 0.0, out=lost)  # bought at δ = 0, not at δ
-        np.multiply(q_h - q_0, buy_h, out=as_human[col["human_overpay"]])
-        as_human[col["human_lost"]] = lost
-        np.multiply(q_0, lost, out=as_human[col["human_lost_spend"]])
-        np.multiply(q_0, buy_0, out=as_human[col["human_spend_undefended"]])
-        as_human[col["human_flagged"]] = (tables.human_flagged[chain_h] if flagged_h is None
-                                          else flagged_h)  # fmt: skip
-    else:  # δ = 0 is the undefended engine: no overpay, no lost purchase, no flag
-        as_human[col["human_spend_undefended"]] = as_human[col["revenue"]]
-    as_human[len(STEP_COLUMNS)] = human.weight[chain_h]
-    # The shopper as an agent: K clean sessions, buys at the lowest quote.
-    chain = draws.agent_chain
-    noise_a = noise_factor(engine.noise, draws.agent_noise)
-    decoy_a = None if decoy_scores is None else decoy_scores[1]
-    if decoy_a is None:
-        g_a, flagged_a = tables.agent_g[chain] if m else None, None
-    else:
-        g_a, flagged_a = engine.session_markups(delta, agent.engagement[chain], decoy_a)
-    as_agent = AgentQuotes(
-        quotes=engine.prices(base[:, None], m, g_a, noise_a), chain=chain,
-        flagged=flagged_a, delta=delta, decoy_score=decoy_a,
-        valuation=engine.mu[1] + engine.sigma[1] * draws.z,
-        reference=base * (1.0 + m * tables.human_reference), floor=floor,
-    )  # fmt: skip
-    return StepResult(engine, as_human, as_agent, draws.u_agent, alphas, ks, draws.product)
+    alphas = np.asarray(alphas, dtype=np.float64)
+    ks = np.asarray(ks, dtype=np.int64)
+    k_max = draws.agent_chain.shape[1]
+    if alphas.shape != ks.shape or alphas.ndim != 1:
+        raise ValueError(f"alphas and ks must be 1-D of one length, got {alphas.shape}, {ks.shape}")
+    if ks.size and not 1 <= ks.min() <= ks.max() <= k_max:
+        raise ValueError(f"ks must lie in [1, K_max = {k_max}] of the draws, got {ks.tolist()}")
+    return _step_totals(float(level), float(m), float(delta), engine.quoting, engine.anchor,
+                        draws, alphas, ks, engine.step_tables(delta), decoy_scores)  # fmt: skip
 
 
 def decoy_scores(

@@ -12,8 +12,8 @@ from gymnasium.wrappers import TimeLimit
 from phantom_assets.market.engine import (
     DETECTOR_MODES,
     STEP_COLUMNS,
+    Column,
     Engine,
-    StepResult,
     agent_session_share,
     decoy_scores,
     draw_step,
@@ -121,7 +121,8 @@ class PricingMarketEnv(gym.Env):
                               for level, _, _ in self._action_values]  # fmt: skip
         self._obs = np.zeros(self.observation_space.shape, dtype=np.float32)
 
-    def _simulate(self, action: int, candidates: Candidates) -> StepResult:
+    def _simulate(self, action: int, candidates: Candidates) -> np.ndarray:
+        """(C, columns) totals of one step under `action` for every candidate (`simulate_step`)."""
         level, m, delta = self._action_values[action]
         alphas, ks, k_max = candidates
         draws = draw_step(self.np_random, self.market.shoppers_per_step, self.market.n_products,
@@ -172,7 +173,7 @@ class PricingMarketEnv(gym.Env):
         # The ablation's own stream, drawn in every mode so both modes share the main stream.
         self._decoy_rng = np.random.default_rng(int(self.np_random.integers(2**63)))
         self._action = self._undefended_action
-        warm = self._simulate(self._action, nominal).totals(0)  # the warm-up: nominal (α, K)
+        warm = self._simulate(self._action, nominal)[0]  # the warm-up: nominal (α, K)
         self._obs, _ = self._observe(warm, self._action)
         info = {"alpha": self.alpha, "k": self.k,
                 "candidate_alphas": self._candidates.alphas.copy(),
@@ -191,12 +192,12 @@ class PricingMarketEnv(gym.Env):
         level, m, delta = self._action_values[action]
         volatility = abs(level - self._action_values[self._action][0])
         candidates = self._candidates
-        result = self._simulate(action, candidates)
-        rewards = result.profit - spec.eta_ux * volatility - self.lam * result.leak
+        totals = self._simulate(action, candidates)
+        rewards = (totals[:, Column.PROFIT] - spec.eta_ux * volatility
+                   - self.lam * totals[:, Column.LEAK])  # fmt: skip
         chosen = int(np.argmin(rewards)) if self.robust else 0
-        executed = result.totals(chosen)
         self._action = action
-        self._obs, info = self._observe(executed, action)
+        self._obs, info = self._observe(totals[chosen], action)
         info.update(
             volatility=volatility, level=level, markup=m, detector=delta,
             alpha=float(candidates.alphas[chosen]), k=int(candidates.ks[chosen]),

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from phantom_assets.market.engine import COLUMN, STEP_COLUMNS, Engine, StepDraws, simulate_step
+from phantom_assets.market.engine import COLUMN, Engine, StepDraws, simulate_step
 from phantom_assets.market.env import engine_of
 from phantom_assets.market.oracle import (
     check_grid,
@@ -66,9 +66,8 @@ def _class_totals(
     (α = 0), per K (zeros when there are none)."""
     if draws.z.size == 0:
         return np.zeros((ks.size, len(_TOTALS)))
-    result = simulate_step(engine, action, draws, np.full(ks.size, alpha), ks)
-    columns = [COLUMN[name] for name in _TOTALS]
-    return np.stack([result.totals(c)[: len(STEP_COLUMNS)][columns] for c in range(ks.size)])
+    totals = simulate_step(engine, action, draws, np.full(ks.size, alpha), ks)
+    return totals[:, [COLUMN[name] for name in _TOTALS]]
 
 
 def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:

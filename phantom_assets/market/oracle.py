@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from phantom_assets.market.engine import Engine, StepDraws, draw_step, simulate_step
+from phantom_assets.market.engine import Column, Engine, StepDraws, draw_step, simulate_step
 from phantom_assets.market.env import engine_of
 from phantom_assets.market.spec import MarketSpec
 
@@ -82,8 +82,7 @@ def _profits(
     for i, seed in enumerate(seeds):  # seeds × actions engine calls, each over every shopper
         draws = episode_draws(spec, int(seed), k, steps)
         for a, action in enumerate(actions):
-            result = simulate_step(engine, action, draws, alphas, ks)
-            out[i, a] = result.profit
+            out[i, a] = simulate_step(engine, action, draws, alphas, ks)[:, Column.PROFIT]
     return out
 
 

@@ -5,7 +5,8 @@ with `g(s) = 1 − exp(−s/s0)` and `u ~ U(−1, 1)` drawn by the caller (commo
 Detector-aware quoting replaces s by `max(s, δ·f·s_ref)`. An agent runs K clean sessions and buys at
 the lowest of its K quotes, so for m = 0 its expected price is `p_min + 2w·base/(K + 1)` and its
 COI tends to 0 as K grows (the erosion theorem). Everything is pure numpy and broadcasts over
-leading (candidate, session, ...) axes.
+leading (candidate, session, ...) axes; the two formulas (`markup_factor`, `quote`) are compiled
+ufuncs, so the market engine's compiled step calls exactly these on scalars.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
+from numba import vectorize
 from numpy.typing import ArrayLike
 
 DEFAULT_GRID_POINTS: int = 4096
@@ -39,6 +41,22 @@ def _check(ok: bool, message: str) -> None:
         raise ValueError(message)
 
 
+@vectorize(["float64(float64, float64)"], cache=True)
+def markup_factor(s: float, s0: float) -> float:
+    """`g(s) = 1 − exp(−s/s0)` without argument checks (`engagement_markup` checks them)."""
+    return -np.expm1(-s / s0)
+
+
+@vectorize(["float64(float64, float64, float64, float64, float64, float64, float64)"], cache=True)
+def quote(
+    base: float, markup: float, g: float, noise_halfwidth: float, u: float, p_low: float,
+    p_high: float,
+) -> float:  # fmt: skip
+    """`clip(base·(1 + m·g)·(1 + w·u), p_low, p_high)` without argument checks (`session_quotes`
+    checks them; the engine's inputs come from a validated `MarketSpec`)."""
+    return min(max(base * (1.0 + markup * g) * (1.0 + noise_halfwidth * u), p_low), p_high)
+
+
 def engagement_markup(s: ArrayLike, s0: float) -> np.ndarray:
     """The engagement markup factor `g(s) = 1 − exp(−s/s0)` ∈ [0, 1), elementwise.
 
@@ -49,7 +67,7 @@ def engagement_markup(s: ArrayLike, s0: float) -> np.ndarray:
     s = np.asarray(s, dtype=float)
     _check(s0 > 0, f"s0 must be > 0, got {s0}")
     _check(not np.any(s < 0), f"engagement s must be >= 0, got min {np.min(s)}")
-    return -np.expm1(-s / s0)
+    return markup_factor(s, s0)
 
 
 def detector_engagement(s: ArrayLike, f: ArrayLike, delta: ArrayLike, s_ref: float) -> np.ndarray:
@@ -96,38 +114,7 @@ def session_quotes(
     _check(not np.any(markup < 0), "markup m must be >= 0")
     _check(not np.any((g < 0) | (g > 1)), "engagement factor g must lie in [0, 1]")
     _check(not np.any(np.abs(u) > 1), "noise draws u must lie in [-1, 1]")
-    return quotes_unchecked(base, markup, g, noise_factor(noise_halfwidth, u), p_low, p_high)
-
-
-def quotes_unchecked(
-    base: np.ndarray,
-    markup: float | np.ndarray,
-    engagement: np.ndarray,
-    noise: np.ndarray,
-    p_low: float,
-    p_high: float,
-) -> np.ndarray:
-    """`clip(base·(1 + m·g)·noise, p_low, p_high)` for noise factors `noise = 1 + w·u`
-    (`noise_factor`), without argument checks: the market engine's quote formula (its inputs
-    come from a validated `MarketSpec`)."""
-    return clip_quotes(base * (1.0 + markup * engagement) * noise, p_low, p_high)
-
-
-def noise_factor(noise_halfwidth: float, u: np.ndarray) -> np.ndarray:
-    """The quote-noise factor `1 + w·u` (a fresh array; a step computes it once per session and
-    quotes the session under several rules with it)."""
-    factor = noise_halfwidth * u
-    factor += 1.0
-    return factor
-
-
-def clip_quotes(unclipped: np.ndarray, p_low: float, p_high: float) -> np.ndarray:
-    """`clip(unclipped, p_low, p_high)` in place (`maximum` then `minimum` is what `clip`
-    computes, without its dispatch overhead in the engine's inner loop). A scalar (0-d
-    arithmetic gives one) is returned clipped as a 0-d array."""
-    unclipped = np.asarray(unclipped)
-    np.maximum(unclipped, p_low, out=unclipped)
-    return np.minimum(unclipped, p_high, out=unclipped)
+    return quote(base, markup, g, noise_halfwidth, u, p_low, p_high)
 
 
 def price_floor(base: ArrayLike, noise_halfwidth: float, p_low: float) -> np.ndarray:

@@ -3,10 +3,19 @@ measures, against brute-force per-shopper oracles."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
-from phantom_assets.market import COLUMN, STEP_COLUMNS, draw_step, engine_of, simulate_step
+from phantom_assets.market import (
+    COLUMN,
+    DETECTOR_MODES,
+    STEP_COLUMNS,
+    draw_step,
+    engine_of,
+    simulate_step,
+)
 from phantom_assets.market.engine import agent_session_share, decoy_scores
 from phantom_assets.market.quoting import expected_min_quote
 
@@ -35,48 +44,107 @@ def test_a_candidate_among_many_equals_the_same_candidate_alone(engine, spec):
     draws = draws_for(spec, 0)
     alphas, ks = [0.2, 0.5, 0.5, 0.9], [2, 8, 16, 8]
     many = step(engine, spec, 31, draws, alphas, ks)
+    assert many.shape == (len(alphas), len(STEP_COLUMNS) + spec.n_products)
     for c, (alpha, k) in enumerate(zip(alphas, ks, strict=True)):
         alone = step(engine, spec, 31, draws, [alpha], [k])
-        np.testing.assert_allclose(many.totals(c), alone.totals(0), rtol=1e-12)
-        assert many.profit[c] == pytest.approx(alone.profit[0], rel=1e-12)
-        assert many.leak[c] == pytest.approx(many.totals(c)[COLUMN["leak"]], rel=1e-9, abs=1e-9)
-        assert many.profit[c] == pytest.approx(many.totals(c)[COLUMN["profit"]], rel=1e-12)
+        np.testing.assert_array_equal(many[c], alone[0])
 
 
-def test_totals_match_a_per_shopper_oracle(engine, spec):
-    """Brute force: quote each session, pick each agent's best of K, buy iff v ≥ price."""
-    draws = draws_for(spec, 1)
-    action, alpha, k = spec.action_index(3, 2, 1), 0.4, 5
+def brute_force_totals(spec, action, draws, alpha, k, decoys=None):
+    """Every `STEP_COLUMNS` total and the demand per product, shopper by shopper in plain
+    Python, straight from the DESIGN §5 definitions."""
     level, m, delta = spec.action_values(action)
-    result = step(engine, spec, action, draws, [alpha], [k]).totals(0)
     human, agent = spec.banks
+    s0, s_ref, w = spec.engagement_scale, spec.reference_engagement, spec.quote_noise
 
-    def quote(base, s, f, u):
-        s_eff = max(s, delta * f * spec.reference_engagement)
-        g = 1 - np.exp(-s_eff / spec.engagement_scale)
-        return float(np.clip(base * (1 + m * g) * (1 + spec.quote_noise * u), spec.p_low,
-                             spec.p_high))  # fmt: skip
+    def g(s):
+        return 1 - math.exp(-s / s0)
 
-    revenue = agent_buys = human_buys = 0.0
-    for n in range(N):
-        base = spec.anchor[draws.product[n]] * level
-        v = spec.mu_human + spec.sigma_human * draws.z[n]
+    def quote(base, g_eff, u):
+        return min(max(base * (1 + m * g_eff) * (1 + w * u), spec.p_low), spec.p_high)
+
+    lifted = delta * s_ref * human.score
+    reference_g = np.mean([g(max(s, x)) for s, x in zip(human.engagement, lifted, strict=True)])
+    totals = dict.fromkeys(STEP_COLUMNS, 0.0)
+    demand = np.zeros(spec.n_products)
+    for n in range(draws.z.size):
+        product = draws.product[n]
+        base = spec.anchor[product] * level
+        floor = max(spec.p_low, base * (1 - w))
         if draws.u_agent[n] < alpha:
-            quotes = [quote(base, agent.engagement[c], agent.score[c], u)
-                      for c, u in zip(draws.agent_chain[n, :k], draws.agent_noise[n, :k],
-                                      strict=True)]  # fmt: skip
-            price = min(quotes)
-            if v >= price:
-                revenue, agent_buys = revenue + price, agent_buys + 1
+            v = spec.mu_agent + spec.sigma_agent * draws.z[n]
+            sessions = []
+            for j in range(k):
+                c = draws.agent_chain[n, j]
+                s = agent.engagement[c]
+                f = agent.score[c] if decoys is None else decoys[1][n, j]
+                quoted = quote(base, g(max(s, delta * f * s_ref)), draws.agent_noise[n, j])
+                sessions.append((quoted, s, f, delta * f * s_ref > s, agent.weight[c]))
+            price, s_best = min(sessions)[:2]  # the first lowest quote
+            bought = v >= price
+            totals["agents"] += 1
+            totals["sessions"] += k
+            totals["score_sum"] += sum(x[2] for x in sessions)
+            totals["agent_flagged"] += sum(x[3] for x in sessions)
+            demand[product] += sum(x[4] for x in sessions)
+            if bought:
+                totals["revenue"] += price
+                totals["profit"] += price - spec.p_low
+                totals["agent_purchases"] += 1
+                totals["agent_premium"] += price - floor
+                totals["leak"] += base * (1 + m * reference_g) - price
+                totals["low_engagement_purchases"] += s_best < s0
         else:
+            v = spec.mu_human + spec.sigma_human * draws.z[n]
             c = draws.human_chain[n]
-            price = quote(base, human.engagement[c], human.score[c], draws.human_noise[n])
+            s = human.engagement[c]
+            f = human.score[c] if decoys is None else decoys[0][n]
+            price = quote(base, g(max(s, delta * f * s_ref)), draws.human_noise[n])
+            undefended = quote(base, g(s), draws.human_noise[n])
+            totals["sessions"] += 1
+            totals["score_sum"] += f
+            totals["human_flagged"] += delta * f * s_ref > s
+            demand[product] += human.weight[c]
+            if v >= undefended:
+                totals["human_spend_undefended"] += undefended
+                if v < price:
+                    totals["human_lost"] += 1
+                    totals["human_lost_spend"] += undefended
             if v >= price:
-                revenue, human_buys = revenue + price, human_buys + 1
-    assert result[COLUMN["revenue"]] == pytest.approx(revenue, rel=1e-12)
-    assert result[COLUMN["agent_purchases"]] == agent_buys
-    assert result[COLUMN["human_purchases"]] == human_buys
-    assert result[len(STEP_COLUMNS) :].sum() > 0  # the demand proxy per product
+                totals["revenue"] += price
+                totals["profit"] += price - spec.p_low
+                totals["human_purchases"] += 1
+                totals["human_premium"] += price - floor
+                totals["human_overpay"] += price - undefended
+                totals["low_engagement_purchases"] += s < s0
+    return np.concatenate([[totals[name] for name in STEP_COLUMNS], demand])
+
+
+@pytest.mark.parametrize("detector", DETECTOR_MODES)
+@pytest.mark.parametrize(("level", "markup", "strength"), [(3, 2, 1), (1, 1, 2), (2, 0, 2),
+                                                           (4, 2, 0)])  # fmt: skip
+def test_totals_match_a_per_shopper_oracle(engine, spec, level, markup, strength, detector):
+    """Brute force: quote each session, pick each agent's best of K, buy iff v ≥ price; every
+    column, at δ > 0 (harm and flags) and δ = 0, with the fitted and the permuted detector."""
+    draws = draws_for(spec, 1)
+    action, alpha, k = spec.action_index(level, markup, strength), 0.4, 5
+    decoys = None
+    if detector == "permuted":
+        decoys = decoy_scores(np.random.default_rng(9), spec.banks, 0.6, (N, 17))
+    result = step(engine, spec, action, draws, [alpha], [k], decoys)[0]
+    expected = brute_force_totals(spec, action, draws, alpha, k, decoys)
+    np.testing.assert_allclose(result, expected, rtol=1e-11, atol=1e-9)
+    assert result[COLUMN["agents"]] > 0 and result[COLUMN["human_purchases"]] > 0
+    if spec.action_values(action)[2] > 0:
+        assert result[COLUMN["human_flagged"]] > 0 and result[COLUMN["agent_flagged"]] > 0
+
+
+def test_malformed_candidates_are_rejected_before_the_compiled_step(engine, spec):
+    draws = draws_for(spec, 0, k_max=4)
+    with pytest.raises(ValueError, match="K_max = 4"):
+        step(engine, spec, 0, draws, [0.5], [5])
+    with pytest.raises(ValueError, match="one length"):
+        step(engine, spec, 0, draws, [0.5, 0.6], [2])
 
 
 def test_more_agents_and_larger_k_only_move_shoppers_one_way(engine, spec):
@@ -85,17 +153,17 @@ def test_more_agents_and_larger_k_only_move_shoppers_one_way(engine, spec):
     draws = draws_for(spec, 2)
     result = step(engine, spec, spec.undefended_action, draws, [0.2, 0.6, 0.6, 0.6],
                   [4, 4, 8, 16])  # fmt: skip
-    agents = [result.totals(c)[COLUMN["agents"]] for c in range(4)]
+    agents = result[:, COLUMN["agents"]]
     assert agents[0] < agents[1] == agents[2] == agents[3]
-    sums = [result.totals(c) for c in (1, 2, 3)]
+    sums = result[1:]
     premium = [t[COLUMN["agent_premium"]] / t[COLUMN["agent_purchases"]] for t in sums]
     assert premium[0] > premium[1] > premium[2]
 
 
 def test_actions_on_the_same_draws_differ_only_through_quotes(engine, spec):
     draws = draws_for(spec, 3)
-    low = step(engine, spec, spec.action_index(0, 1, 0), draws, [0.5], [8]).totals(0)
-    high = step(engine, spec, spec.action_index(4, 1, 0), draws, [0.5], [8]).totals(0)
+    low = step(engine, spec, spec.action_index(0, 1, 0), draws, [0.5], [8])[0]
+    high = step(engine, spec, spec.action_index(4, 1, 0), draws, [0.5], [8])[0]
     assert low[COLUMN["agents"]] == high[COLUMN["agents"]]
     assert low[COLUMN["sessions"]] == high[COLUMN["sessions"]]
     assert low[COLUMN["human_purchases"]] >= high[COLUMN["human_purchases"]]
@@ -126,7 +194,7 @@ def test_the_engine_reproduces_the_order_statistic_law_of_the_agent_price(make_s
     paid, floor = [], []
     for seed in range(40):
         draws = draws_for(spec, seed, k)
-        result = step(engine, spec, spec.undefended_action, draws, [1.0], [k]).totals(0)
+        result = step(engine, spec, spec.undefended_action, draws, [1.0], [k])[0]
         assert result[COLUMN["agent_purchases"]] == N
         paid.append(result[COLUMN["revenue"]])
         floor.append(spec.anchor[draws.product].sum() * (1 - spec.quote_noise))

@@ -88,7 +88,7 @@ def test_class_split_totals_agree_with_the_engine_mixed_totals(spec):
     result = simulate_step(engine, action, draws, np.full(ks.size, alpha), ks)
     column = {name: i for i, name in enumerate(EROSION_METRICS)}
     for c in range(ks.size):
-        totals = result.totals(c)
+        totals = result[c]
         human = totals[COLUMN["human_premium"]] / totals[COLUMN["human_purchases"]]
         agent = totals[COLUMN["agent_premium"]] / totals[COLUMN["agent_purchases"]]
         assert values[c, column["coi_h"]] == pytest.approx(human)

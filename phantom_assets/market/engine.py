@@ -99,16 +99,13 @@ def draw_step(
     )
 
 
-CHAIN_TABLE_COLUMNS: tuple[str, ...] = ("engagement", "score", "weight", "g")
-"""Columns of a step's per-chain table: a bank's s, f and demand weight, and g(s_eff) at one δ."""
-
-
 class StepTables(NamedTuple):
-    """What a step at detector strength δ reads per chain: each class's (chains, 4) table
-    (`CHAIN_TABLE_COLUMNS`; one row per chain, cache-line aligned, because a step reads ~1,700
-    chains at random and the bank outgrows the core's cache), the human chains' g at δ = 0 (the
-    harm's reference quote) and the human mean of g (an equally engaged human's expected markup
-    factor: the leak's reference quote is base·(1 + m·human_reference))."""
+    """What a step at detector strength δ reads per chain: each class's (chains, 4) table of
+    (engagement s, score f, demand weight, g(s_eff) at δ) -- one row per chain, cache-line
+    aligned, because a step reads ~1,700 chains at random and two banks' tables outgrow the
+    core's cache -- the human chains' g at δ = 0 (the harm's reference quote) and the human mean
+    of g (an equally engaged human's expected markup factor: the leak's reference quote is
+    base·(1 + m·human_reference))."""
 
     human: np.ndarray
     agent: np.ndarray
@@ -128,8 +125,8 @@ def _aligned_rows(columns: tuple[np.ndarray, ...]) -> np.ndarray:
     return table
 
 
-class Quoting(NamedTuple):
-    """The market's scalar constants a step needs, in the compiled step's argument order."""
+class MarketConstants(NamedTuple):
+    """The market's scalar constants a step needs (in the compiled step's order)."""
 
     p_low: float
     p_high: float
@@ -184,15 +181,15 @@ class Engine:
     _tables: dict[float, StepTables] = field(default_factory=dict, repr=False)
 
     @cached_property
-    def quoting(self) -> Quoting:
+    def constants(self) -> MarketConstants:
         """The scalar constants, as the compiled step takes them."""
-        return Quoting(float(self.p_low), float(self.p_high), float(self.noise), float(self.s0),
-                       float(self.s_ref), float(self.mu[0]), float(self.sigma[0]),
-                       float(self.mu[1]), float(self.sigma[1]))  # fmt: skip
+        return MarketConstants(float(self.p_low), float(self.p_high), float(self.noise),
+                               float(self.s0), float(self.s_ref), float(self.mu[0]),
+                               float(self.sigma[0]), float(self.mu[1]),
+                               float(self.sigma[1]))  # fmt: skip
 
     def step_tables(self, delta: float) -> StepTables:
-        """Every bank chain's g(s_eff) and flag at detector strength δ (cached: steps only read
-        these)."""
+        """Both banks' per-chain tables at detector strength δ (cached: steps only read them)."""
         if delta not in self._tables:
             lift = float(delta) * self.s_ref
             g = [_markup_table(bank.engagement, bank.score, lift, self.s0) for bank in self.banks]
@@ -205,16 +202,19 @@ class Engine:
 
 @njit(cache=True, boundscheck=True)
 def _step_totals(
-    level: float, markup: float, delta: float, quoting: Quoting, anchor: np.ndarray,
-    draws: StepDraws, alphas: np.ndarray, ks: np.ndarray, tables: StepTables,
+    level: float, markup: float, delta: float, constants: tuple, anchor: np.ndarray,
+    draws: tuple, alphas: np.ndarray, ks: np.ndarray, tables: tuple,
     decoys: tuple[np.ndarray, np.ndarray] | None,
 ) -> np.ndarray:  # fmt: skip
     """(C, len(Column) + P) totals of one step for every candidate (α_c, K_c); see
-    `simulate_step`. Bounds-checked: a malformed draw raises IndexError instead of reading past
-    an array."""
-    p_low, p_high, w, s0, s_ref, mu_human, sigma_human, mu_agent, sigma_agent = quoting
-    human, agent = tables.human, tables.agent
-    n, k_max = draws.agent_chain.shape
+    `simulate_step`. `constants`, `draws` and `tables` are the fields of `MarketConstants`,
+    `StepDraws` and `StepTables` as plain tuples: numba's on-disk cache pickles argument types,
+    and a NamedTuple's type names its class, so renaming one would break loading a stale cache.
+    Bounds-checked: a malformed draw raises IndexError instead of reading past an array."""
+    p_low, p_high, w, s0, s_ref, mu_human, sigma_human, mu_agent, sigma_agent = constants
+    u_agent, products, z, human_chains, human_noise, agent_chains, agent_noise = draws
+    human, agent, human_g_undefended, human_reference = tables
+    n, k_max = agent_chains.shape
     totals = np.zeros((alphas.size, _N_COLUMNS + anchor.size))
     # The shopper as an agent, after its first k + 1 sessions: best quote, the chain quoted it
     # (the first lowest, as argmin), and the running sums of score, demand weight and flags.
@@ -222,22 +222,22 @@ def _step_totals(
     score_sum, weight_sum, flagged_sum = np.empty(k_max), np.empty(k_max), np.empty(k_max)
     lift = delta * s_ref
     for i in range(n):
-        product = draws.product[i]
+        product = products[i]
         base = anchor[product] * level
         floor = max(p_low, base * (1.0 - w))
         # The shopper as a human: one session, quoted at δ and (human harm) at δ = 0.
-        human_chain = draws.human_chain[i]
+        human_chain = human_chains[i]
         s_human, f_human = human[human_chain, 0], human[human_chain, 1]
         weight_human, g_human = human[human_chain, 2], human[human_chain, 3]
         if decoys is not None:
             f_human = decoys[0][i]
             g_human = _session_markup(s_human, f_human, lift, s0)[0]
         flagged_human = lift * f_human > s_human
-        u = draws.human_noise[i]
+        u = human_noise[i]
         q_human = quote(base, markup, g_human, w, u, p_low, p_high)
-        g_undefended = tables.human_g_undefended[human_chain]
+        g_undefended = human_g_undefended[human_chain]
         q_undefended = quote(base, markup, g_undefended, w, u, p_low, p_high)
-        v_human = mu_human + sigma_human * draws.z[i]
+        v_human = mu_human + sigma_human * z[i]
         buys = 1.0 if v_human >= q_human else 0.0
         buys_undefended = 1.0 if v_human >= q_undefended else 0.0
         lost = max(buys_undefended - buys, 0.0)
@@ -245,12 +245,12 @@ def _step_totals(
         running, running_chain = np.inf, 0
         f_total = weight_total = flagged_total = 0.0
         for j in range(k_max):
-            chain = draws.agent_chain[i, j]
+            chain = agent_chains[i, j]
             s, f, weight, g = agent[chain, 0], agent[chain, 1], agent[chain, 2], agent[chain, 3]
             if decoys is not None:
                 f = decoys[1][i, j]
                 g = _session_markup(s, f, lift, s0)[0]
-            q = quote(base, markup, g, w, draws.agent_noise[i, j], p_low, p_high)
+            q = quote(base, markup, g, w, agent_noise[i, j], p_low, p_high)
             if q < running:
                 running, running_chain = q, chain
             f_total += f
@@ -258,11 +258,11 @@ def _step_totals(
             flagged_total += lift * f > s
             best[j], best_chain[j] = running, running_chain
             score_sum[j], weight_sum[j], flagged_sum[j] = f_total, weight_total, flagged_total
-        v_agent = mu_agent + sigma_agent * draws.z[i]
-        reference = base * (1.0 + markup * tables.human_reference)
+        v_agent = mu_agent + sigma_agent * z[i]
+        reference = base * (1.0 + markup * human_reference)
         for c in range(alphas.size):
             row = totals[c]
-            if draws.u_agent[i] < alphas[c]:
+            if u_agent[i] < alphas[c]:
                 k = ks[c] - 1  # index of the K-th session
                 price = best[k]
                 bought = 1.0 if v_agent >= price else 0.0
@@ -325,8 +325,9 @@ def simulate_step(
         raise ValueError(f"alphas and ks must be 1-D of one length, got {alphas.shape}, {ks.shape}")
     if ks.size and not 1 <= ks.min() <= ks.max() <= k_max:
         raise ValueError(f"ks must lie in [1, K_max = {k_max}] of the draws, got {ks.tolist()}")
-    return _step_totals(float(level), float(m), float(delta), engine.quoting, engine.anchor,
-                        draws, alphas, ks, engine.step_tables(delta), decoy_scores)  # fmt: skip
+    return _step_totals(float(level), float(m), float(delta), tuple(engine.constants),
+                        engine.anchor, tuple(draws), alphas, ks, tuple(engine.step_tables(delta)),
+                        decoy_scores)  # fmt: skip
 
 
 def decoy_scores(

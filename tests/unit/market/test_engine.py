@@ -203,3 +203,22 @@ def test_the_engine_reproduces_the_order_statistic_law_of_the_agent_price(make_s
     expected = expected_min_quote(base, spec.quote_noise, k) - base * (1 - spec.quote_noise)
     se = premium.std(ddof=1) / np.sqrt(premium.size)
     assert abs(premium.mean() - expected) < 4 * se
+
+
+def test_the_compiled_step_takes_no_project_class_as_an_argument_type(engine, spec):
+    """numba's on-disk cache pickles argument types; a NamedTuple's type names its class, so a
+    renamed class would make a stale cache unloadable (it did: "Can't get attribute 'Quoting'")."""
+    from numba.core import types
+
+    from phantom_assets.market.engine import _step_totals
+
+    decoys = decoy_scores(np.random.default_rng(0), spec.banks, 0.5, (N, 17))
+    for mode in (None, decoys):
+        step(engine, spec, 40, draws_for(spec, 0), [0.5], [8], mode)
+    assert _step_totals.signatures
+
+    def named(t):
+        inner = getattr(t, "types", ())
+        return isinstance(t, types.BaseNamedTuple) or any(named(x) for x in inner)
+
+    assert not any(named(t) for signature in _step_totals.signatures for t in signature)

@@ -140,18 +140,17 @@ class MarketConstants(NamedTuple):
 
 
 @njit(cache=True)
-def _session_markup(s: float, f: float, lift: float, s0: float) -> tuple[float, bool]:
-    """(g(s_eff), flagged) of a session with engagement s and score f at lift = δ·s_ref:
-    `s_eff = max(s, lift·f)`, flagged iff lift·f > s."""
-    lifted = lift * f
-    return markup_factor(max(s, lifted), s0), lifted > s
+def _session_markup(s: float, f: float, lift: float, s0: float) -> float:
+    """g(s_eff) of a session with engagement s and score f at lift = δ·s_ref:
+    `s_eff = max(s, lift·f)` (the session is flagged, quoted up, iff lift·f > s)."""
+    return markup_factor(max(s, lift * f), s0)
 
 
 @njit(cache=True)
 def _markup_table(engagement: np.ndarray, score: np.ndarray, lift: float, s0: float) -> np.ndarray:
     g = np.empty(engagement.size)
     for i in range(engagement.size):
-        g[i] = _session_markup(engagement[i], score[i], lift, s0)[0]
+        g[i] = _session_markup(engagement[i], score[i], lift, s0)
     return g
 
 
@@ -231,7 +230,7 @@ def _step_totals(
         weight_human, g_human = human[human_chain, 2], human[human_chain, 3]
         if decoys is not None:
             f_human = decoys[0][i]
-            g_human = _session_markup(s_human, f_human, lift, s0)[0]
+            g_human = _session_markup(s_human, f_human, lift, s0)
         flagged_human = lift * f_human > s_human
         u = human_noise[i]
         q_human = quote(base, markup, g_human, w, u, p_low, p_high)
@@ -249,7 +248,7 @@ def _step_totals(
             s, f, weight, g = agent[chain, 0], agent[chain, 1], agent[chain, 2], agent[chain, 3]
             if decoys is not None:
                 f = decoys[1][i, j]
-                g = _session_markup(s, f, lift, s0)[0]
+                g = _session_markup(s, f, lift, s0)
             q = quote(base, markup, g, w, agent_noise[i, j], p_low, p_high)
             if q < running:
                 running, running_chain = q, chain

@@ -111,7 +111,7 @@ class PricingMarketEnv(gym.Env):
         self._price_span = spec.p_high - spec.p_low
         self._maxima = (max(max(spec.markups), 1e-12), max(max(spec.detector_strengths), 1e-12))
         self.alpha, self.k = self.base_alpha, self.base_k
-        self._candidates = _candidate_set(np.array([self.alpha]), np.array([self.k]))
+        self._candidates = Candidates(np.array([self.alpha]), np.array([self.k]))
         self._decoy_rng: np.random.Generator | None = None
         self._robust_sets: dict[float, Candidates] = {}  # robust (α, K) candidates per α
         self._undefended_action = self._action = spec.undefended_action
@@ -124,7 +124,8 @@ class PricingMarketEnv(gym.Env):
     def _simulate(self, action: int, candidates: Candidates) -> np.ndarray:
         """(C, columns) totals of one step under `action` for every candidate (`simulate_step`)."""
         level, m, delta = self._action_values[action]
-        alphas, ks, k_max = candidates
+        alphas, ks = candidates
+        k_max = int(ks.max())
         draws = draw_step(self.np_random, self.market.shoppers_per_step, self.market.n_products,
                           k_max, self._bank_sizes)  # fmt: skip
         decoys = None
@@ -162,11 +163,11 @@ class PricingMarketEnv(gym.Env):
         alpha, k = options.get("alpha"), options.get("k")
         self.alpha = self.base_alpha if alpha is None else _check_alpha(alpha)
         self.k = self.base_k if k is None else _check_k(k)
-        nominal = _candidate_set(np.array([self.alpha]), np.array([self.k]))
+        nominal = Candidates(np.array([self.alpha]), np.array([self.k]))
         self._candidates = nominal
         if self.robust:
             if self.alpha not in self._robust_sets:
-                self._robust_sets[self.alpha] = _candidate_set(
+                self._robust_sets[self.alpha] = Candidates(
                     *robust_candidates(self.market, self.alpha, self.half_width)
                 )
             self._candidates = self._robust_sets[self.alpha]
@@ -209,15 +210,10 @@ class PricingMarketEnv(gym.Env):
 
 
 class Candidates(NamedTuple):
-    """The (α, K) pairs a step is simulated for (aligned arrays) and their largest K."""
+    """The (α, K) pairs a step is simulated for (aligned arrays)."""
 
     alphas: np.ndarray
     ks: np.ndarray
-    k_max: int
-
-
-def _candidate_set(alphas: np.ndarray, ks: np.ndarray) -> Candidates:
-    return Candidates(alphas, ks, int(ks.max()))
 
 
 def _check_alpha(alpha: float) -> float:

@@ -9,11 +9,12 @@ loader calls it, so importing this module reads no environment.
 import dagster as dg
 
 from orchestration.automation import automation_sensor, with_automation
-from orchestration.jobs import ALL_JOBS
+from orchestration.jobs import stage_jobs
 from orchestration.resources import build_resources, settings_from_env
 from orchestration.schedules import warehouse_job_schedule
 from orchestration.sensors import incoming_files_sensor
 from phantom_assets.assets.graph import build_assets
+from phantom_assets.assets.resources import ASSET_GRAPH, asset_graph_resource
 from phantom_assets.config import Settings
 
 # 2 cores: at most two steps of one run at a time.
@@ -27,12 +28,15 @@ def build_definitions(
 ) -> dg.Definitions:
     """Every asset, job, schedule, sensor and resource of PHANTOM for `settings`, run by
     `executor`; `resources` replaces individual resources (tests, a custom Hub)."""
+    assets = with_automation(build_assets(settings))
+    values = {**build_resources(settings), **(resources or {})}
+    graph = dg.Definitions(assets=assets, resources={**values, ASSET_GRAPH: asset_graph_resource()})
     return dg.Definitions(
-        assets=with_automation(build_assets(settings)),
-        jobs=ALL_JOBS,
+        assets=assets,
+        jobs=stage_jobs(graph),
         schedules=[warehouse_job_schedule],
         sensors=[incoming_files_sensor, automation_sensor],
-        resources={**build_resources(settings), **(resources or {})},
+        resources={**values, ASSET_GRAPH: asset_graph_resource(graph)},
         executor=executor,
     )
 

@@ -1,69 +1,31 @@
-"""Jobs: one per partitioning of the graph, so each can be launched for one partition key.
+"""Jobs: one per stage of the graph as `phantom run` plans it (`planning.graph_stages`), so the
+UI's jobs and the runs of `phantom run` are the same units -- one source of truth.
 
-Partitioning is inferred from the selected assets (they share one partitions definition).
+A stage is a maximal run of topologically ordered assets sharing one partitions definition, so
+each job can be launched for one partition key; it is named after its assets' groups.
 """
 
 from __future__ import annotations
 
 import dagster as dg
 
-ingest_job = dg.define_asset_job(
-    "ingest_job",
-    selection=dg.AssetSelection.assets("raw_events", "raw_events_quarantine"),
-    description="Parse one batch file into canonical events and its quarantine.",
-)
-warehouse_job = dg.define_asset_job(
-    "warehouse_job",
-    selection=dg.AssetSelection.groups("warehouse"),
-    description="Rebuild the dbt warehouse (sessions, labels, marts) and run its data tests.",
-)
-class_kernels_job = dg.define_asset_job(
-    "class_kernels_job",
-    selection=dg.AssetSelection.assets("labeled_sessions", "transition_kernels"),
-    description="Labeled sessions and transition kernels of one store × actor class.",
-)
-store_fingerprint_job = dg.define_asset_job(
-    "store_fingerprint_job",
-    selection=dg.AssetSelection.assets("divergence_scores", "separability_report"),
-    description="Out-of-fold divergence scores and the separability report of one store.",
-)
+from orchestration.planning import Stage, graph_stages
 
-contamination_job = dg.define_asset_job(
-    "contamination_job",
-    selection=dg.AssetSelection.assets("contaminated_datasets"),
-    description="Contaminated dataset G(α) and demand proxy of one store × α.",
-)
-market_job = dg.define_asset_job(
-    "market_job",
-    selection=dg.AssetSelection.assets("market_simulators", "coi_erosion", "market_oracle"),
-    description="Compile the pricing market simulator of one store, check its env, and measure "
-    "its COI erosion and best fixed actions (oracle).",
-)
-defense_job = dg.define_asset_job(
-    "defense_job",
-    selection=dg.AssetSelection.assets("trained_policies", "policy_evaluations"),
-    description="Train one policy of a store (tier, mode, training α) and evaluate it.",
-)
-benchmark_job = dg.define_asset_job(
-    "benchmark_job",
-    selection=dg.AssetSelection.assets("benchmark_curves"),
-    description="Benchmark curves, paired differences and the revenue regression of one store.",
-)
+INGEST_JOB = "ingest_job"
+"""Parses one batch file (the incoming-files sensor launches it)."""
+WAREHOUSE_JOB = "warehouse_job"
+"""Rebuilds the dbt warehouse and runs its data tests (the nightly schedule launches it)."""
 
-audit_job = dg.define_asset_job(
-    "audit_job",
-    selection=dg.AssetSelection.assets("certification_report"),
-    description="Certify (or refuse) a store's best defended policy, with its full lineage.",
-)
 
-ALL_JOBS = [
-    ingest_job,
-    warehouse_job,
-    class_kernels_job,
-    store_fingerprint_job,
-    contamination_job,
-    market_job,
-    defense_job,
-    benchmark_job,
-    audit_job,
-]
+def _description(stage: Stage) -> str:
+    partitioned = "one run per partition key" if stage.partitions_def else "unpartitioned"
+    return f"Materializes {stage.label} ({partitioned}; one stage of `phantom run`)."
+
+
+def stage_jobs(defs: dg.Definitions) -> list[dg.UnresolvedAssetJobDefinition]:
+    """One asset job per stage of the graph of `defs` (its assets and resources)."""
+    return [
+        dg.define_asset_job(stage.job, selection=dg.AssetSelection.assets(*stage.keys),
+                            description=_description(stage))
+        for stage in graph_stages(defs)
+    ]  # fmt: skip

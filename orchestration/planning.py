@@ -1,15 +1,18 @@
-"""What `phantom run` executes: stages of the selected graph, one task per partition, and the
-tasks each waits for.
+"""What `phantom run` executes: stages of the graph, one task per partition, and the tasks each
+waits for.
 
-A *stage* is a maximal run of topologically ordered assets sharing one partitions definition; a
-*task* is one stage for one partition key (one Dagster run). A task waits for the tasks of every
-upstream stage in the same store (or all of them when either side spans the stores).
+A *stage* is a maximal run of topologically ordered assets sharing one partitions definition,
+planned once over the whole graph: each stage is one job of the code location (`jobs.py`), and a
+selection runs the selected part of each stage. A *task* is one stage for one partition key (one
+Dagster run of the stage's job). A task waits for the tasks of every upstream stage in the same
+store (or all of them when either side spans the stores).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import dagster as dg
 
@@ -21,10 +24,12 @@ MANUAL_GROUPS = ("publish",)
 
 @dataclass(frozen=True)
 class Stage:
-    """Assets materialized together, once per key of their shared partitions definition."""
+    """Assets materialized together, once per key of their shared partitions definition, as
+    runs of the job `job` (named after the assets' groups; `graph_stages`)."""
 
     keys: tuple[dg.AssetKey, ...]
     partitions_def: dg.PartitionsDefinition | None
+    job: str = ""
 
     @property
     def label(self) -> str:
@@ -60,20 +65,39 @@ def _selected_keys(defs: dg.Definitions, selection: str | None) -> set[dg.AssetK
     }
 
 
-def plan_stages(defs: dg.Definitions, selection: str | None = None) -> list[Stage]:
-    """Group the selected materializable assets into as few dependency-ordered stages as possible.
+def _dimensions(partitions_def: dg.PartitionsDefinition | None) -> list[str]:
+    if isinstance(partitions_def, dg.MultiPartitionsDefinition):
+        return [d.name for d in partitions_def.partitions_defs]
+    if partitions_def is None:
+        return []
+    return [getattr(partitions_def, "name", None) or "store"]
+
+
+def _named(stages: list[Stage], graph: Any) -> list[Stage]:
+    """Each stage with a unique job name: its assets' groups in graph order, then (on a clash)
+    its partition dimensions (`warehouse_job`, `warehouse_by_store_job`)."""
+    named: list[Stage] = []
+    for stage in stages:
+        name = "_".join(dict.fromkeys(graph.get(k).group_name or "default" for k in stage.keys))
+        if any(s.job == f"{name}_job" for s in named):
+            name = f"{name}_by_{'_'.join(_dimensions(stage.partitions_def))}"
+        named.append(Stage(stage.keys, stage.partitions_def, f"{name}_job"))
+    return named
+
+
+def graph_stages(defs: dg.Definitions) -> list[Stage]:
+    """Group every materializable asset into as few dependency-ordered stages as possible.
 
     Each asset joins the earliest stage with its partitions definition that comes after every
     stage holding one of its parents (a parent in a stage of the same partitioning may share it:
     one run per partition key executes both in order).
     """
     graph = defs.resolve_asset_graph()
-    selected = _selected_keys(defs, selection)
     stages: list[Stage] = []
     stage_of: dict[dg.AssetKey, int] = {}
     for key in graph.toposorted_asset_keys:
         node = graph.get(key)
-        if key not in selected or not node.is_materializable:
+        if not node.is_materializable:
             continue
         earliest = max(
             (
@@ -92,7 +116,16 @@ def plan_stages(defs: dg.Definitions, selection: str | None = None) -> list[Stag
             stages.append(Stage((), node.partitions_def))
         stages[index] = Stage((*stages[index].keys, key), node.partitions_def)
         stage_of[key] = index
-    return stages
+    return _named(stages, graph)
+
+
+def plan_stages(defs: dg.Definitions, selection: str | None = None) -> list[Stage]:
+    """The selected part of every stage of the graph (`graph_stages`), empty stages left out
+    (default selection: everything but the manual groups)."""
+    selected = _selected_keys(defs, selection)
+    parts = [Stage(tuple(k for k in s.keys if k in selected), s.partitions_def, s.job)
+             for s in graph_stages(defs)]  # fmt: skip
+    return [stage for stage in parts if stage.keys]
 
 
 def missing_upstream(

@@ -3,6 +3,12 @@
 Every run `phantom run` starts carries its worker's host and pid as tags; a run still marked
 active whose process is gone on this host is marked failed and its pool slots are freed, so the
 next run neither waits forever on the `duckdb` slot nor blames the wrong process.
+
+Why not Dagster's run monitoring: it lives in the daemon and asks the run launcher whether a
+run's worker is healthy; `phantom run` executes its runs in process in its own workers (no
+launcher, no daemon), so nothing would ever check them. The calls here are the ones run
+monitoring itself makes: `report_run_failed` / `report_run_canceled` and the instance's
+`free_concurrency_slots_for_run` (what `free_slots_after_run_end_seconds` does).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """`phantom run`: register batches, then materialize the graph as Dagster runs on parallel workers.
 
-The graph is cut into *stages* (topologically ordered assets sharing one partitions definition)
-and each stage into one *task* per partition key; a task is one Dagster run (`dg.materialize` of
-the stage's assets for that key, against the persistent instance, so it is in the UI's history
-with its logs and lineage). Tasks are dispatched to `workers` processes as soon as the tasks they
+The graph is cut into *stages* (topologically ordered assets sharing one partitions definition;
+each is a job of the code location) and each stage into one *task* per partition key; a task is
+one Dagster run (the stage's job, executed in process for that key against the persistent
+instance, so it is in the UI's history under that job with its logs and lineage). Tasks are dispatched to `workers` processes as soon as the tasks they
 depend on have succeeded (the same store's tasks of every upstream stage): two cores train two
 policies, or build one store's market while the other store scores. Each worker builds the
 definitions once, so a run pays no process start-up (a daemon backfill would pay ~5 s per run
@@ -173,6 +173,9 @@ class _Scheduler:
         return failed and self.tasks[task_id].blocks_downstream
 
     def _pool_free(self, task: Task) -> bool:
+        # Dagster enforces pools inside a run: a step whose slot is taken waits, holding its
+        # worker. Checking the same slot table before dispatch (the instance's concurrency API,
+        # read-only) keeps the worker free for a task that can run, and names the holder.
         for pool in task.pools:
             limit, others = foreign_holders(self.instance, pool, self.tags[SESSION_TAG])
             mine = sum(pool in t.pools for t in self.running.values())
@@ -212,8 +215,9 @@ class _Scheduler:
                     continue
                 self.running[i] = task
                 self.progress.started(task.stage)
-                keys = as_requests(self.stages[task.stage].keys)
-                workers.submit(TaskRequest(i, keys, task.partition, self.tags, self.run_config))
+                stage = self.stages[task.stage]
+                workers.submit(TaskRequest(i, stage.job, as_requests(stage.keys), task.partition,
+                                           self.tags, self.run_config))  # fmt: skip
             if not self.running and not self._ready() and len(self.status) < len(self.tasks):
                 self._skip_downstream_of_failures()
                 if not self._ready() and len(self.status) < len(self.tasks):

@@ -2,12 +2,13 @@
 
 import dagster as dg
 
-from orchestration.jobs import warehouse_job
+from orchestration.jobs import WAREHOUSE_JOB
 
 NIGHTLY_CRON = "0 2 * * *"
 
 warehouse_job_schedule = dg.ScheduleDefinition(
-    job=warehouse_job,
+    name=f"{WAREHOUSE_JOB}_schedule",
+    job_name=WAREHOUSE_JOB,
     cron_schedule=NIGHTLY_CRON,
     execution_timezone="UTC",
     default_status=dg.DefaultScheduleStatus.STOPPED,

@@ -4,7 +4,7 @@ import json
 
 import dagster as dg
 
-from orchestration.jobs import ingest_job
+from orchestration.jobs import INGEST_JOB
 from phantom_assets.assets.partitions import BATCH_PARTITIONS_NAME, batch_partitions
 from phantom_assets.assets.resources import StorageResource
 from phantom_assets.batches import BatchRegistry, candidate_files, file_signatures, settled_files
@@ -13,7 +13,7 @@ DROP_ZONE_INTERVAL_S = 30
 
 
 @dg.sensor(
-    job=ingest_job,
+    job_name=INGEST_JOB,
     minimum_interval_seconds=DROP_ZONE_INTERVAL_S,
     default_status=dg.DefaultSensorStatus.STOPPED,
     description="Registers each new, fully written file in data/incoming/ (by content hash) as a "

@@ -1,8 +1,8 @@
 """Where `phantom run`'s tasks execute: in this process, or in worker processes.
 
 A worker process builds the definitions once from the settings it is handed, opens the same
-instance, and then runs one task (a `dg.materialize` of a stage's assets for one partition key)
-per request. Its stdout and stderr (dbt's log, SB3's tables, warnings) go to the run log file
+instance, and then runs one task (a run of a stage's job for one partition key, of the selected
+assets) per request. Its stdout and stderr (dbt's log, SB3's tables, warnings) go to the run log file
 unless `verbose`; the terminal keeps the progress lines.
 """
 
@@ -27,9 +27,11 @@ QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 @dataclass(frozen=True)
 class TaskRequest:
-    """One run to execute: which assets, which partition, with which tags and run config."""
+    """One run to execute: which job, which of its assets, which partition, with which tags and
+    run config."""
 
     task_id: int
+    job: str
     asset_keys: tuple[str, ...]  # user strings, so the request pickles plainly
     partition: str | None
     tags: dict[str, str]
@@ -46,17 +48,16 @@ class TaskResult:
 
 
 def execute(defs: dg.Definitions, instance: dg.DagsterInstance, request: TaskRequest) -> TaskResult:
-    """Materialize the request's assets for its partition as one run of `instance`."""
+    """Materialize the request's assets for its partition as one run of its job in `instance`
+    (the UI lists it under that job)."""
     started = time.perf_counter()
-    result = dg.materialize(
-        list(defs.assets or []),
-        selection=[dg.AssetKey.from_user_string(k) for k in request.asset_keys],
-        partition_key=request.partition,
-        instance=instance,
-        resources=defs.resources,
-        raise_on_error=False,
-        tags={**request.tags, "phantom/pid": str(os.getpid())},
+    result = defs.resolve_job_def(request.job).execute_in_process(
         run_config={**QUIET_CONSOLE, **request.run_config},
+        instance=instance,
+        partition_key=request.partition,
+        raise_on_error=False,
+        asset_selection=[dg.AssetKey.from_user_string(k) for k in request.asset_keys],
+        tags={**request.tags, "phantom/pid": str(os.getpid())},
     )
     return TaskResult(request.task_id, result.success, result.run_id, time.perf_counter() - started)
 

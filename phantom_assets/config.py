@@ -49,10 +49,55 @@ class FingerprintConfig:
 
 
 @dataclass(frozen=True)
-class ContaminationConfig:
-    """Generator G(alpha) (DESIGN §5)."""
+class AgentsConfig:
+    """Agent traffic: the share α of shoppers who send an LLM agent, and the clean sessions K each
+    agent reconnoitres in. The one home of every α and K grid of the pipeline.
 
-    alphas: tuple[float, ...] = (0.0, 0.5, 1.0)
+    Attributes:
+        alpha_grid: α of the contaminated datasets, the COI erosion, the oracle and the evaluation.
+        train_alphas: α a learnable policy is trained at (they name the policy keys).
+        nominal_k: K of the market's nominal env (training, the headline COI_A(K), stress rows).
+        k_grid: K of the oracle and of the evaluation.
+        erosion_k_grid: K of the COI-erosion curve (the nominal K is always added).
+        robust_k_set: K candidates of the robust adversary.
+        robust_alpha_candidates: α candidates of the adversary, evenly spaced over the ambiguity
+            interval around the nominal α.
+        ambiguity_radius_w1: ε of that interval, in engagement units (see `market.spec`).
+        stress_radius: r of the stress band α0 ± r of the evaluation (DESIGN §5).
+    """
+
+    alpha_grid: tuple[float, ...] = (0.0, 0.5, 1.0)
+    train_alphas: tuple[float, ...] = (0.5,)
+    nominal_k: int = 8
+    k_grid: tuple[int, ...] = (2, 8)
+    erosion_k_grid: tuple[int, ...] = (1, 2, 4, 8, 16)
+    robust_k_set: tuple[int, ...] = (2, 8, 16)
+    robust_alpha_candidates: int = 3
+    ambiguity_radius_w1: float = 4.0
+    stress_radius: float = 0.2
+
+    def __post_init__(self) -> None:
+        grids = {"alpha_grid": self.alpha_grid, "train_alphas": self.train_alphas}
+        for name, grid in grids.items():
+            if not grid or any(not 0.0 <= a <= 1.0 for a in grid):
+                raise ValueError(f"[agents] {name} must be a non-empty list in [0, 1]: {grid!r}")
+        ks = {"k_grid": self.k_grid, "erosion_k_grid": self.erosion_k_grid,
+              "robust_k_set": self.robust_k_set}  # fmt: skip
+        for name, grid in ks.items():
+            if not grid or any(int(k) != k or k < 1 for k in grid):
+                raise ValueError(f"[agents] {name} must be a non-empty list of K >= 1: {grid!r}")
+        if self.nominal_k < 1 or self.robust_alpha_candidates < 1:
+            raise ValueError(f"[agents] nominal_k and robust_alpha_candidates must be >= 1: "
+                             f"{self.nominal_k!r}, {self.robust_alpha_candidates!r}")  # fmt: skip
+        if self.ambiguity_radius_w1 < 0 or self.stress_radius < 0:
+            raise ValueError(f"[agents] ambiguity_radius_w1 and stress_radius must be >= 0: "
+                             f"{self.ambiguity_radius_w1!r}, {self.stress_radius!r}")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ContaminationConfig:
+    """Generator G(alpha) (DESIGN §5); its α grid is `AgentsConfig.alpha_grid`."""
+
     monotonic_tolerance: float = 0.02
     seed: int = 13
 
@@ -60,7 +105,8 @@ class ContaminationConfig:
 @dataclass(frozen=True)
 class MarketConfig:
     """Simulated market v2 compiled per store (DESIGN §5): session-based quoting, agents that
-    reconnoitre in K sessions, detector-aware quoting, robustness over (α, K)."""
+    reconnoitre in K sessions, detector-aware quoting, robustness over (α, K); the K and α sets
+    are `AgentsConfig`'s."""
 
     n_products: int = 10
     shoppers_per_step: int = 100
@@ -68,10 +114,6 @@ class MarketConfig:
     markups: tuple[float, ...] = (0.0, 0.5, 1.0)  # engagement markup m; the middle is the default
     detector_strengths: tuple[float, ...] = (0.0, 0.5, 1.0)  # δ; 0 = the undefended engine
     quote_noise: float = 0.2  # w, half-width of the relative quote noise
-    agent_sessions: int = 8  # K: clean sessions an agent reconnoitres in (nominal)
-    robust_agent_sessions: tuple[int, ...] = (2, 8, 16)  # K candidates of the robust mode
-    robust_alpha_candidates: int = 3
-    ambiguity_radius_w1: float = 4.0  # ε, in engagement units (see `market.spec`)
     lam: float = 0.0  # leakage charge in the reward; 0 = leakage measured, not charged
     episode_steps: int = 25
     chain_bank_size: int = 20_000
@@ -86,7 +128,6 @@ class TrainingConfig:
     """
 
     tiers: tuple[str, ...] = ("static", "surge", "linear", "qtable", "ppo", "dqn")
-    train_alphas: tuple[float, ...] = (0.5,)
     timesteps: int = 10_000
     seeds: tuple[int, ...] = (0,)
     device: str = "cpu"
@@ -97,18 +138,16 @@ class TrainingConfig:
 
 @dataclass(frozen=True)
 class EvaluationConfig:
-    """Evaluation protocol (DESIGN §5) and the gate's disjoint seed sets (DESIGN §8).
+    """Evaluation protocol (DESIGN §5) and the gate's disjoint seed sets (DESIGN §8); its α and K
+    grids and stress band are `AgentsConfig`'s.
 
     Episode seeds `seed … seed+episodes−1` serve the curves and the gate's *selection*; the
     held-out seeds `test_seed … test_seed+test_episodes−1` are used only to test the selected
     candidate, so the two ranges must not overlap.
     """
 
-    alphas: tuple[float, ...] = (0.0, 0.5, 1.0)
-    agent_sessions: tuple[int, ...] = (2, 8)  # the K grid
     episodes: int = 8
     test_episodes: int = 8
-    stress_radius: float = 0.2
     seed: int = 17
     test_seed: int = 100_017
     gate_candidates: int = 1
@@ -143,6 +182,7 @@ class Settings:
     data_dir: Path = DEFAULT_DATA_DIR
     accept_legacy_store: bool = False
     simulation: SimulationConfig = field(default_factory=SimulationConfig)
+    agents: AgentsConfig = field(default_factory=AgentsConfig)
     fingerprint: FingerprintConfig = field(default_factory=FingerprintConfig)
     contamination: ContaminationConfig = field(default_factory=ContaminationConfig)
     market: MarketConfig = field(default_factory=MarketConfig)
@@ -194,16 +234,17 @@ class Settings:
 
 _STUDY_OVERRIDES: dict[str, dict[str, Any]] = {
     "simulation": {"humans_per_store": 600, "agents_per_store": 200},
-    "contamination": {"alphas": tuple(round(0.1 * i, 1) for i in range(11))},
+    "agents": {
+        "alpha_grid": tuple(round(0.1 * i, 1) for i in range(11)),
+        "train_alphas": (0.0, 0.3, 0.5, 0.7, 1.0),
+        "k_grid": (1, 2, 4, 8, 16),
+    },
     "training": {
         "tiers": ("static", "surge", "linear", "qtable", "ppo", "a2c", "dqn"),
-        "train_alphas": (0.0, 0.3, 0.5, 0.7, 1.0),
         "timesteps": 60_000,
         "seeds": (0, 1, 2),
     },
     "evaluation": {
-        "alphas": tuple(round(0.1 * i, 1) for i in range(11)),
-        "agent_sessions": (1, 2, 4, 8, 16),
         "episodes": 30,
         "test_episodes": 30,
     },

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 STORE = "hotel"
 UPSTREAM = '+key:"market_simulators"'
-SLICE_JOB = "defense_job"  # exactly the slice's assets
+SLICE_JOB = "defense_evaluation_job"  # exactly the slice's assets (a stage of `phantom run`)
 SLICE_ASSETS = ("trained_policies", "policy_evaluations")
 # Four independent policy partitions: two heuristic/tabular, one linear, one SB3 (torch) tier.
 SLICE_POLICIES = ("static-a050", "linear-a050", "qtable-robust-a050", "dqn-baseline-a050")
@@ -91,7 +91,7 @@ def slice_partition(policy: str, store: str = STORE) -> str:
 def materialize_slice(
     running: Deployment, policies: Sequence[str] = SLICE_POLICIES, timeout: float = 600.0
 ) -> None:
-    """Run `defense_job` once per policy partition, all at once, through the Celery executor.
+    """Run `SLICE_JOB` once per policy partition, all at once, through the Celery executor.
 
     One launcher process (`python -m orchestration.scale_out.demo launch ...`) with the
     deployment's environment orchestrates the runs; their steps are Celery tasks on the workers.
@@ -114,9 +114,10 @@ def _execute_partition(partition: str) -> None:
     the child exits 1 when it fails.
     """
     import dagster as dg
-    from dagster._core.definitions.reconstruct import ReconstructableRepository
 
-    repo = ReconstructableRepository.for_module(CODE_LOCATION, "defs", str(REPO_ROOT))
+    from phantom_assets.assets.dagster_internals import reconstructable_repository
+
+    repo = reconstructable_repository(CODE_LOCATION, "defs", str(REPO_ROOT))
     job = repo.get_definition().get_job(SLICE_JOB)
     tags = job.get_tags_for_partition_key(partition, selected_asset_keys=None)
     with dg.DagsterInstance.get() as instance:

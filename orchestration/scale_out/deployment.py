@@ -303,11 +303,10 @@ def open_instance(dagster_home: Path, postgres: Postgres) -> dg.DagsterInstance:
     The template's storage is replaced by a literal URL, so reading needs none of the
     deployment's variables in this process.
     """
-    import dagster as dg
-    from dagster._core.instance.ref import InstanceRef
+    from phantom_assets.assets.dagster_internals import instance_from_dir
 
     overrides = {"storage": {"postgres": {"postgres_url": postgres.url}}}
-    return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(dagster_home), overrides=overrides))
+    return instance_from_dir(str(dagster_home), overrides)
 
 
 def _worker_ready(log: Path, name: str) -> bool:

@@ -1,12 +1,10 @@
 """Audit group: the certification report of a store's best defended policy (DESIGN §8)."""
 
 from collections.abc import Sequence
+from typing import Any
 
 import dagster as dg
 import numpy as np
-
-# Not re-exported by `dagster`: the graph of a list of assets, without resources to bind.
-from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
 
 from phantom_assets.assets.lineage import collect_lineage
 from phantom_assets.assets.metadata import (
@@ -42,7 +40,9 @@ GATE_FIELDS = ("gate_candidates", "max_human_harm")
 
 
 def certification_report(
-    context: dg.AssetExecutionContext, storage: StorageResource
+    context: dg.AssetExecutionContext,
+    storage: StorageResource,
+    asset_graph: dg.ResourceParam[Any],
 ) -> dg.MaterializeResult:
     """Certificate for a store's best agent-aware defence: its full lineage back to every raw
     batch (data and code versions, runs, checks), the environment, and the promotion gate --
@@ -54,20 +54,15 @@ def certification_report(
     stress = settings.lake.all_evaluations(store, STRESS_FILE)
     if stress is None:
         raise dg.Failure(f"no stress evaluations for store {store}: materialize policy_evaluations")
-    static = policy_key("static", None, settings.training.train_alphas[0])
+    static = policy_key("static", None, settings.agents.train_alphas[0])
     cfg = settings.evaluation
     tested = select_candidates(stress, static, cfg.max_human_harm, cfg.gate_candidates,
                                STRESS_METRIC)  # fmt: skip
-    # The graph these settings define (an in-process `materialize` has no repository; the
-    # import is local because the graph module collects this one).
-    from phantom_assets.assets.graph import build_assets
-
-    graph = AssetGraph.from_assets(build_assets(settings))
     lineage = {}
     for policy in sorted({*tested["policy"], static}):  # a handful of policies
         key = dg.MultiPartitionKey({"store": store, "policy": policy})
         lineage[policy] = collect_lineage(
-            context.instance, graph, dg.AssetKey("policy_evaluations"), key
+            context.instance, asset_graph, dg.AssetKey("policy_evaluations"), key
         )
     failed = {policy: failed_blocking_checks(_records(lineage, (policy, static)))
               for policy in tested["policy"]}  # fmt: skip
@@ -129,7 +124,7 @@ def build_audit_assets(settings: Settings, grids: GridPartitions) -> list[dg.Ass
         code_version=with_settings(
             AUDIT_CODE,
             settings_fields(settings.evaluation, *GATE_FIELDS),
-            settings.training.train_alphas[0],
+            settings.agents.train_alphas[0],
         ),
     )
     return [asset(certification_report)]

@@ -16,6 +16,7 @@ from phantom_assets.assets.dbt import WAREHOUSE_POOL
 from phantom_assets.assets.metadata import (
     artifact_version,
     code_version_of,
+    settings_fields,
     table_metadata,
     with_settings,
 )
@@ -142,7 +143,7 @@ def contaminated_datasets(
             alpha_hat_path=dg.MetadataValue.path(str(paths[2])),
         ),
     )
-    yield mean_f_check(lake, store, cfg.alphas, cfg.monotonic_tolerance)
+    yield mean_f_check(lake, store, settings.agents.alpha_grid, cfg.monotonic_tolerance)
     yield alpha_hat_check(report)
 
 
@@ -164,6 +165,7 @@ def build_contamination_assets(
         code_version=with_settings(
             CONTAMINATION_CODE,
             settings.contamination,
+            settings_fields(settings.agents, "alpha_grid"),
             {"fingerprint.bootstrap_draws": settings.fingerprint.bootstrap_draws},
         ),
         check_specs=[

@@ -51,9 +51,10 @@ EVALUATION_CODE = code_version_of(
     "phantom_assets.market",
 )
 # The evaluation settings each asset computes with (the gate's fields are the audit's alone).
-PROTOCOL_FIELDS = ("alphas", "agent_sessions", "episodes", "test_episodes", "stress_radius",
-                   "seed", "test_seed")  # fmt: skip
-BENCHMARK_FIELDS = ("alphas", "agent_sessions", "episodes")
+PROTOCOL_FIELDS = ("episodes", "test_episodes", "seed", "test_seed")
+PROTOCOL_AGENT_FIELDS = ("alpha_grid", "k_grid", "stress_radius")
+BENCHMARK_FIELDS = ("episodes",)
+BENCHMARK_AGENT_FIELDS = ("alpha_grid", "k_grid")
 PLOT_METRICS = ("profit", "coi_a", "leak", "human_harm")
 PROTOCOL_CHECK = "runs_the_alpha_k_detector_grid_with_common_and_held_out_seeds"
 UNIT_CHECK = "n_equals_episode_seeds"
@@ -73,13 +74,15 @@ def policy_evaluations(context: dg.AssetExecutionContext, storage: StorageResour
     (`stress.parquet`); per-step actions and α̂ of episode 0 (`traces.parquet`)."""
     store, key = store_policy_keys(context)
     settings = storage.settings()
-    cfg, lake, training = settings.evaluation, settings.lake, settings.training
+    cfg, agents, lake, training = (settings.evaluation, settings.agents, settings.lake,
+                                   settings.training)  # fmt: skip
     spec = MarketSpec.load(lake.market_dir(store))
     record, policies = load_trained(lake.policy_dir(store, key.key), training.device)
     fixed = key.tier in SB3_TIERS  # only SB3 policies act through torch
     started = time.perf_counter()  # wall time is reported, never used to compute
     with torch_threads(training.torch_threads) if fixed else contextlib.nullcontext():
-        evaluation = evaluate_policies(policies, spec, cfg, policy_labels(store, key, record))
+        evaluation = evaluate_policies(policies, spec, cfg, agents,
+                                       policy_labels(store, key, record))  # fmt: skip
     seconds = time.perf_counter() - started
     paths = save_evaluation(lake.evaluation_dir(store, key.key), evaluation)
     version, artifacts = artifact_version(*paths)
@@ -90,15 +93,15 @@ def policy_evaluations(context: dg.AssetExecutionContext, storage: StorageResour
     yield dg.MaterializeResult(
         data_version=version,
         metadata=table_metadata(
-            nominal, paths[0], **artifacts, alphas=str(list(cfg.alphas)),
-            agent_sessions=str(list(cfg.agent_sessions)), episodes=cfg.episodes,
+            nominal, paths[0], **artifacts, alpha_grid=str(list(agents.alpha_grid)),
+            k_grid=str(list(agents.k_grid)), episodes=cfg.episodes,
             selection_seeds=str(list(cfg.selection_seeds)), test_seeds=str(list(cfg.test_seeds)),
-            stress_radius=cfg.stress_radius, stress_k=spec.agent_sessions,
+            stress_radius=agents.stress_radius, stress_k=spec.nominal_k,
             evaluation_seconds=round(seconds, 2),
             mean_fitted_profit_by_alpha_k=str([tuple(r) for r in profit.rows()]),
         ),
     )  # fmt: skip
-    conformance = protocol_conformance(nominal, evaluation.stress, cfg, spec.agent_sessions)
+    conformance = protocol_conformance(nominal, evaluation.stress, cfg, agents, spec.nominal_k)
     yield dg.AssetCheckResult(
         check_name=PROTOCOL_CHECK, passed=conformance.holds,
         metadata=dataclasses.asdict(conformance),
@@ -168,7 +171,8 @@ def benchmark_curves(context: dg.AssetExecutionContext, storage: StorageResource
                                 summary=dg.MetadataValue.md(paths[-1].read_text()), **plots),
     )  # fmt: skip
     policies = evaluation.nominal["policy"].n_unique()
-    expected = expected_curve_rows(policies, len(cfg.alphas), len(cfg.agent_sessions))
+    agents = settings.agents
+    expected = expected_curve_rows(policies, len(agents.alpha_grid), len(agents.k_grid))
     yield from curve_checks(tables, cfg.episodes, expected)
 
 
@@ -183,6 +187,7 @@ def build_evaluation_assets(settings: Settings, grids: GridPartitions) -> list[d
         code_version=with_settings(
             EVALUATION_CODE,
             settings_fields(settings.evaluation, *PROTOCOL_FIELDS),
+            settings_fields(settings.agents, *PROTOCOL_AGENT_FIELDS),
             settings_fields(settings.training, "device", "torch_threads"),
         ),
         check_specs=[dg.AssetCheckSpec(PROTOCOL_CHECK, asset="policy_evaluations", blocking=True)],
@@ -196,6 +201,7 @@ def build_evaluation_assets(settings: Settings, grids: GridPartitions) -> list[d
         code_version=with_settings(
             EVALUATION_CODE,
             settings_fields(settings.evaluation, *BENCHMARK_FIELDS),
+            settings_fields(settings.agents, *BENCHMARK_AGENT_FIELDS),
             settings_fields(settings.training, "ablation_tier"),
             policy_grid(settings),
         ),

@@ -16,17 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
-# Not re-exported by `dagster`: the partition filter of the check-execution API and its statuses.
-from dagster._core.event_api import PartitionKeyFilter
-from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
-
+from phantom_assets.assets.dagster_internals import (
+    AssetCheckExecutionRecordStatus,
+    PartitionKeyFilter,
+)
 from phantom_assets.audit import ArtifactRecord, file_digests_of
 
 if TYPE_CHECKING:
-    from dagster._core.definitions.assets.graph.base_asset_graph import (
-        BaseAssetGraph,
-        BaseAssetNode,
-    )
+    from phantom_assets.assets.dagster_internals import BaseAssetGraph, BaseAssetNode
 
 DATA_VERSION_TAG = "dagster/data_version"
 CODE_VERSION_TAG = "dagster/code_version"

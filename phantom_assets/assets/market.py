@@ -49,9 +49,12 @@ CHECK_ENV_ALPHA = 0.5  # nominal α of the env that the check builds (robust mod
 EROSION_CHECK = "coi_a_erodes_with_k"
 ORACLE_CHECK = "oracle_profit_at_least_undefended"
 ORACLE_EDGE_CHECK = "best_levels_inside_level_grid"
-# The evaluation settings each asset computes with (the selection seeds are `seed`, `episodes`).
-EROSION_FIELDS = ("alphas", "seed", "episodes")
-ORACLE_FIELDS = ("alphas", "agent_sessions", "seed", "episodes")
+# The settings each asset computes with (the selection seeds are evaluation `seed`, `episodes`).
+SEED_FIELDS = ("seed", "episodes")
+MARKET_AGENT_FIELDS = ("nominal_k", "robust_k_set", "robust_alpha_candidates",
+                       "ambiguity_radius_w1")  # fmt: skip
+EROSION_AGENT_FIELDS = ("alpha_grid", "erosion_k_grid")
+ORACLE_AGENT_FIELDS = ("alpha_grid", "k_grid")
 
 
 def spec_markdown(spec: MarketSpec, half_width: float, w1: float) -> str:
@@ -72,7 +75,7 @@ def spec_markdown(spec: MarketSpec, half_width: float, w1: float) -> str:
         f"{agent.engagement.mean():.2f}",
         "agent score f, human / agent (mean)": f"{human.score.mean():.3f} / "
         f"{agent.score.mean():.3f}",
-        "K (nominal) / robust K": f"{spec.agent_sessions} / {list(spec.robust_agent_sessions)}",
+        "K (nominal) / robust K": f"{spec.nominal_k} / {list(spec.robust_k_set)}",
         "W1(s_H, s_A)": f"{w1:.3f}",
         "ε (W1 radius) → α half-width": f"{spec.ambiguity_radius_w1:g} → {half_width:.3f}",
         "shoppers / step": spec.shoppers_per_step,
@@ -94,7 +97,8 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
     calibration = load_score_calibration(settings.lake, store)  # the f the store selected
     anchor_seed = STORES.index(store)
     spec = compile_market_spec(human.probs, agent.probs, settings.market, anchor_seed,
-                               f_coef=tuple(calibration.linear_coef))  # fmt: skip
+                               f_coef=tuple(calibration.linear_coef),
+                               agents=settings.agents)  # fmt: skip
     folder = settings.lake.market_dir(store)
     version, artifacts = artifact_version(*spec.save(folder))
     half_width = alpha_half_width(spec)
@@ -122,13 +126,13 @@ def coi_erosion(context: dg.AssetExecutionContext, storage: StorageResource):
     """COI erosion of one store: COI by class (`coi_erosion.parquet`: alpha, k, class, coi, CI, n)
     and every erosion metric (`erosion_metrics.parquet`: COI_H, COI_A, COI, prices paid,
     purchases by class, leak) of the undefended engine (δ = 0) and its most defended variant, per
-    α of the evaluation grid and K of `EROSION_KS`, means with Student-t 95% CIs over the
-    selection episode seeds (common random numbers); the thesis' figure."""
+    α of the α grid and K of the erosion K grid (and the nominal K), means with Student-t 95%
+    CIs over the selection episode seeds (common random numbers); the thesis' figure."""
     store, settings = context.partition_key, storage.settings()
-    cfg, folder = settings.evaluation, settings.lake.erosion_dir(store)
+    cfg, agents, folder = settings.evaluation, settings.agents, settings.lake.erosion_dir(store)
     spec = MarketSpec.load(settings.lake.market_dir(store))
-    ks = sorted({*erosion.EROSION_KS, spec.agent_sessions})
-    table = erosion.coi_erosion(spec, cfg.alphas, ks, cfg.selection_seeds)
+    ks = sorted({*agents.erosion_k_grid, spec.nominal_k})
+    table = erosion.coi_erosion(spec, agents.alpha_grid, ks, cfg.selection_seeds)
     by_class = erosion.coi_by_class(table)
     paths = (folder / EROSION_FILE, folder / EROSION_METRICS_FILE)
     for frame, path in zip((by_class, table), paths, strict=True):
@@ -140,8 +144,8 @@ def coi_erosion(context: dg.AssetExecutionContext, storage: StorageResource):
         data_version=version,
         metadata=table_metadata(
             by_class, paths[0], **artifacts, seeds=str(list(cfg.selection_seeds)),
-            coi_a_share=erosion.coi_a_share(table, spec.agent_sessions),
-            headline_k=spec.agent_sessions, ks=str(ks), ci_method=erosion.CI_METHOD,
+            coi_a_share=erosion.coi_a_share(table, spec.nominal_k),
+            headline_k=spec.nominal_k, ks=str(ks), ci_method=erosion.CI_METHOD,
             plot=figure_markdown(figure, folder / EROSION_PLOT_FILE, "COI erosion"),
         ),
     )  # fmt: skip
@@ -158,9 +162,10 @@ def market_oracle(context: dg.AssetExecutionContext, storage: StorageResource):
     episode profit with a Student-t 95% CI, and the undefended engine's profit on the same draws:
     the bound every policy's regret is measured against."""
     store, settings = context.partition_key, storage.settings()
-    cfg, path = settings.evaluation, settings.lake.oracle_dir(store) / ORACLE_FILE
+    cfg, agents = settings.evaluation, settings.agents
+    path = settings.lake.oracle_dir(store) / ORACLE_FILE
     spec = MarketSpec.load(settings.lake.market_dir(store))
-    table = oracle.market_oracle(spec, cfg.alphas, cfg.agent_sessions, cfg.selection_seeds)
+    table = oracle.market_oracle(spec, agents.alpha_grid, agents.k_grid, cfg.selection_seeds)
     write_parquet_atomic(table, path)
     version, artifacts = artifact_version(path)
     yield dg.MaterializeResult(
@@ -187,7 +192,9 @@ def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.As
         deps=[dg.AssetDep("transition_kernels", partition_mapping=BY_STORE), "divergence_scores"],
         group_name="market",
         kinds={"python", "numpy", "gymnasium"},
-        code_version=with_settings(MARKET_CODE, settings.market),
+        code_version=with_settings(
+            MARKET_CODE, settings.market, settings_fields(settings.agents, *MARKET_AGENT_FIELDS)
+        ),
         check_specs=[
             dg.AssetCheckSpec(
                 ENV_CHECK,
@@ -199,11 +206,11 @@ def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.As
     )
     evaluation = settings.evaluation
     benchmarks = [
-        (coi_erosion, EROSION_FIELDS, {"matplotlib"}, [
+        (coi_erosion, EROSION_AGENT_FIELDS, {"matplotlib"}, [
             dg.AssetCheckSpec(EROSION_CHECK, asset="coi_erosion", blocking=False,
                               description="COI_A at the largest K <= at the smallest (α max)."),
         ]),
-        (market_oracle, ORACLE_FIELDS, set(), [
+        (market_oracle, ORACLE_AGENT_FIELDS, set(), [
             dg.AssetCheckSpec(ORACLE_CHECK, asset="market_oracle", blocking=True,
                               description="The oracle is not below the undefended engine."),
             dg.AssetCheckSpec(ORACLE_EDGE_CHECK, asset="market_oracle", blocking=False,
@@ -216,7 +223,11 @@ def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.As
             deps=["market_simulators"],
             group_name="market",
             kinds={"python", "parquet", *kinds},
-            code_version=with_settings(MARKET_CODE, settings_fields(evaluation, *fields)),
+            code_version=with_settings(
+                MARKET_CODE,
+                settings_fields(evaluation, *SEED_FIELDS),
+                settings_fields(settings.agents, *fields),
+            ),
             check_specs=checks,
         )(body)
         for body, fields, kinds, checks in benchmarks

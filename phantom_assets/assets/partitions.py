@@ -37,7 +37,7 @@ def policy_grid(settings: Settings) -> tuple[str, ...]:
     """Tiers × modes × training α (heuristic tiers learn nothing from α: one key each), with the
     charged modes of the ablation tier (λ × adversary factorial)."""
     training = settings.training
-    return tuple(policy_keys(training.tiers, training.train_alphas, training.ablation_tier))
+    return tuple(policy_keys(training.tiers, settings.agents.train_alphas, training.ablation_tier))
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class GridPartitions:
 
 def build_partitions(settings: Settings) -> GridPartitions:
     """The α and policy partitionings of `settings`' grids."""
-    alphas = dg.StaticPartitionsDefinition([alpha_key(a) for a in settings.contamination.alphas])
+    alphas = dg.StaticPartitionsDefinition([alpha_key(a) for a in settings.agents.alpha_grid])
     policies = dg.StaticPartitionsDefinition(list(policy_grid(settings)))
     return GridPartitions(
         store_alpha=dg.MultiPartitionsDefinition({"store": store_partitions, "alpha": alphas}),

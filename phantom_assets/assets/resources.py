@@ -82,3 +82,18 @@ class ExperimentTrackingResource(dg.ConfigurableResource):
             Path(self.run_dir).mkdir(parents=True, exist_ok=True)
         kwargs = {"mode": self.mode, "dir": self.run_dir, "entity": self.entity}
         return {k: v for k, v in kwargs.items() if v is not None}
+
+
+ASSET_GRAPH = "asset_graph"
+"""Resource key of the code location's asset graph (what the certification audit walks)."""
+
+
+def asset_graph_resource(defs: dg.Definitions | None = None) -> dg.ResourceDefinition:
+    """The asset graph of `defs` as a resource; None: a placeholder, to resolve `defs` itself
+    (a graph does not depend on resource values, only on which keys exist). The top floor
+    builds it from the very definitions it serves, so the audit needs no graph module (an import
+    circle) and no Dagster internals."""
+    return dg.ResourceDefinition.hardcoded_resource(
+        None if defs is None else defs.resolve_asset_graph(),
+        description="The code location's asset graph: the lineage the certification audit walks.",
+    )

@@ -27,7 +27,7 @@ from phantom_assets.market import DETECTOR_MODES
 from phantom_assets.storage import write_parquet_atomic
 
 if TYPE_CHECKING:
-    from phantom_assets.config import EvaluationConfig
+    from phantom_assets.config import AgentsConfig, EvaluationConfig
     from phantom_assets.market import MarketSpec
     from phantom_assets.policies import Policy
 
@@ -41,23 +41,27 @@ class PolicyEvaluation(NamedTuple):
 
 
 def evaluate_policies(
-    policies: Mapping[int, Policy], spec: MarketSpec, cfg: EvaluationConfig, labels: dict[str, Any]
+    policies: Mapping[int, Policy],
+    spec: MarketSpec,
+    cfg: EvaluationConfig,
+    agents: AgentsConfig,
+    labels: dict[str, Any],
 ) -> PolicyEvaluation:
-    """Nominal, stress and trace rows of the policies of one partition (by training seed), each
-    row led by `labels` and its `train_seed`."""
+    """Nominal, stress and trace rows of the policies of one partition (by training seed) on the
+    (α, K) grid and stress band of `agents`, each row led by `labels` and its `train_seed`."""
     nominal, stress, traces = [], [], []
     seeds, tests = cfg.selection_seeds, cfg.test_seeds
     for train_seed, policy in sorted(policies.items()):  # a handful of training seeds
         tag = [pl.lit(v).alias(k) for k, v in {**labels, "train_seed": train_seed}.items()]
         runner = EpisodeRunner(policy, spec)
-        nominal.append(nominal_rows(runner, cfg.alphas, cfg.agent_sessions, seeds)
+        nominal.append(nominal_rows(runner, agents.alpha_grid, agents.k_grid, seeds)
                        .select(*tag, pl.all()))  # fmt: skip
         stress.extend(
-            stress_rows(runner, a0, cfg.stress_radius, spec.agent_sessions, seeds, tests)
+            stress_rows(runner, a0, agents.stress_radius, spec.nominal_k, seeds, tests)
             .select(*tag, pl.all())
-            for a0 in cfg.alphas
+            for a0 in agents.alpha_grid
         )  # fmt: skip
-        traces.append(action_traces(runner, cfg.alphas, cfg.agent_sessions, seeds[0])
+        traces.append(action_traces(runner, agents.alpha_grid, agents.k_grid, seeds[0])
                       .select(*tag, pl.all()))  # fmt: skip
     return PolicyEvaluation(pl.concat(nominal), pl.concat(stress), pl.concat(traces))
 
@@ -113,14 +117,18 @@ def _seed_sets(frame: pl.DataFrame, cells: list[str]) -> pl.DataFrame:
 
 
 def protocol_conformance(
-    nominal: pl.DataFrame, stress: pl.DataFrame, cfg: EvaluationConfig, nominal_k: int
+    nominal: pl.DataFrame,
+    stress: pl.DataFrame,
+    cfg: EvaluationConfig,
+    agents: AgentsConfig,
+    nominal_k: int,
 ) -> ProtocolConformance:
     """Every training seed has a cell for each (α, K, detector) of the grid and nothing else;
     each cell holds every selection seed exactly once (both detectors share them); stress rows run
     at the spec's nominal K with, per α0 and detector, exactly the selection seeds and the
     held-out test seeds, which are disjoint."""
     cells = _seed_sets(nominal, ["train_seed", "alpha", "k", "detector"])
-    grid = {(float(a), int(k), d) for a in cfg.alphas for k in cfg.agent_sessions
+    grid = {(float(a), int(k), d) for a in agents.alpha_grid for k in agents.k_grid
             for d in DETECTOR_MODES}  # fmt: skip
     by_train = cells.partition_by("train_seed")
     on_grid = all(set(part.select("alpha", "k", "detector").rows()) == grid for part in by_train)
@@ -129,8 +137,8 @@ def protocol_conformance(
     splits = _seed_sets(stress, ["train_seed", "alpha0", "detector", "split"])
     expected = {SELECTION_SPLIT: selection, TEST_SPLIT: list(cfg.test_seeds)}
     held_out = (
-        splits.height == 2 * len(DETECTOR_MODES) * len(cfg.alphas) * len(by_train)
-        and set(splits["alpha0"]) == {float(a) for a in cfg.alphas}
+        splits.height == 2 * len(DETECTOR_MODES) * len(agents.alpha_grid) * len(by_train)
+        and set(splits["alpha0"]) == {float(a) for a in agents.alpha_grid}
         and splits["once"].all()
         and all(expected[split] == seeds for split, seeds in splits.select("split", "seeds").rows())
         and not set(expected[SELECTION_SPLIT]) & set(expected[TEST_SPLIT])

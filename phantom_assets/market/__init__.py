@@ -25,7 +25,6 @@ from phantom_assets.market.engine import (
 )
 from phantom_assets.market.env import OBS_EXTRA, PricingMarketEnv, engine_of, make_env
 from phantom_assets.market.erosion import (
-    EROSION_KS,
     EROSION_METRICS,
     EROSION_SCHEMA,
     agent_coi_by_k,
@@ -53,7 +52,6 @@ from phantom_assets.market.spec import (
 __all__ = [
     "COLUMN",
     "DETECTOR_MODES",
-    "EROSION_KS",
     "EROSION_METRICS",
     "EROSION_SCHEMA",
     "OBS_EXTRA",

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from phantom_assets.config import MarketConfig
+from phantom_assets.config import AgentsConfig, MarketConfig
 from phantom_assets.constants import KERNEL_STATES
 from phantom_assets.market.bank import ChainBank, bank_tables, build_chain_bank
 from phantom_assets.market.spec import BANK_FIELDS, MarketSpec
@@ -60,6 +60,7 @@ def compile_market_spec(
     config: MarketConfig,
     anchor_seed: int,
     f_coef: tuple[float, float] = (0.0, 1.0),
+    agents: AgentsConfig | None = None,
     **overrides: Any,
 ) -> MarketSpec:
     """The market of one store.
@@ -70,8 +71,10 @@ def compile_market_spec(
         config: the market settings (products, action grid, K, robustness, episode).
         anchor_seed: seeds the store's anchor prices and chain banks (the store's index).
         f_coef: (a, b) of the store's selected agent score f = σ(a + b·gap).
+        agents: the nominal K and the robust (α, K) ambiguity set (default `AgentsConfig()`).
         **overrides: any other `MarketSpec` field.
     """
+    agents = agents or AgentsConfig()
     human, agent = chain_banks(kernel_human, kernel_agent, config.chain_bank_size,
                                anchor_seed + BANK_STREAM, f_coef)  # fmt: skip
     engaged = max(float(human.engagement.mean()), 1e-6)
@@ -91,10 +94,10 @@ def compile_market_spec(
         "quote_noise": config.quote_noise,
         "engagement_scale": ENGAGEMENT_SCALE_SHARE * engaged,
         "reference_engagement": REFERENCE_ENGAGEMENT_SHARE * engaged,
-        "agent_sessions": config.agent_sessions,
-        "robust_agent_sessions": config.robust_agent_sessions,
-        "robust_alpha_candidates": config.robust_alpha_candidates,
-        "ambiguity_radius_w1": config.ambiguity_radius_w1,
+        "nominal_k": agents.nominal_k,
+        "robust_k_set": agents.robust_k_set,
+        "robust_alpha_candidates": agents.robust_alpha_candidates,
+        "ambiguity_radius_w1": agents.ambiguity_radius_w1,
         "shoppers_per_step": config.shoppers_per_step,
         "lam": config.lam,
         "episode_steps": config.episode_steps,

@@ -68,7 +68,7 @@ class PricingMarketEnv(gym.Env):
 
     ## Arguments
     `spec`; `alpha` (share of shoppers sending an agent); `k` (clean sessions per agent, default
-    `spec.agent_sessions`); `robust`; `lam` (default `spec.lam`); `detector` ("fitted" or the
+    `spec.nominal_k`); `robust`; `lam` (default `spec.lam`); `detector` ("fitted" or the
     "permuted" ablation, nominal only). `reset(options={"alpha": a, "k": k})` overrides them for
     one episode.
     """
@@ -93,7 +93,7 @@ class PricingMarketEnv(gym.Env):
             raise ValueError("the permuted-f ablation is a nominal evaluation (robust=False)")
         self.market = spec
         self.base_alpha = _check_alpha(alpha)
-        self.base_k = _check_k(spec.agent_sessions if k is None else k)
+        self.base_k = _check_k(spec.nominal_k if k is None else k)
         self.robust, self.detector = bool(robust), detector
         self.lam = float(spec.lam if lam is None else lam)
         if self.lam < 0:

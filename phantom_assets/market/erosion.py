@@ -29,9 +29,6 @@ from phantom_assets.market.oracle import (
 from phantom_assets.market.quoting import expected_min_quote, price_floor
 from phantom_assets.market.spec import MarketSpec
 
-EROSION_KS: tuple[int, ...] = (1, 2, 4, 8, 16)
-"""K grid of the erosion curves (clean sessions per agent)."""
-
 EROSION_METRICS: tuple[str, ...] = (
     "coi_h", "coi_a", "coi", "human_price_paid", "agent_price_paid", "human_purchases",
     "agent_purchases", "leak",
@@ -123,7 +120,8 @@ def coi_erosion(
     level: float = 0.95,
 ) -> pl.DataFrame:
     """The erosion table: per (detector δ, α, K, metric) the mean over episode seeds with a
-    Student-t CI (`seed_metrics` for the arguments; the asset's K grid is `EROSION_KS`). Cells
+    Student-t CI (`seed_metrics` for the arguments; the asset's K grid is
+    `AgentsConfig.erosion_k_grid`). Cells
     where a metric is undefined on every seed (COI_A at α = 0, COI_H at α = 1) are left out.
 
     Returns:
@@ -142,7 +140,7 @@ def coi_erosion(
     return table.filter(pl.col("n") > 0).sort("detector", "metric", "alpha", "k")
 
 
-def closed_form_coi_a(spec: MarketSpec, ks: Sequence[int] = EROSION_KS) -> pl.DataFrame:
+def closed_form_coi_a(spec: MarketSpec, ks: Sequence[int]) -> pl.DataFrame:
     """The erosion theorem's line for m = 0 at the undefended level: E[min of K quotes] − p_min
     = 2w·base/(K + 1), averaged over products (shoppers want each product alike). Exact for
     COI_A when every agent buys and no quote is clipped; a reference for the plot.

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from phantom_assets.config import MarketConfig
+from phantom_assets.config import AgentsConfig, MarketConfig
 from phantom_assets.constants import DEFAULT_TEMPERATURE, KERNEL_STATES
 from phantom_assets.contamination.chains import validate_kernel
 from phantom_assets.lake import SPEC_ARRAYS_FILE, SPEC_SCALARS_FILE
@@ -25,6 +25,7 @@ from phantom_assets.market.bank import ChainBank
 from phantom_assets.storage import atomic_write
 
 _DEFAULTS = MarketConfig()
+_AGENTS = AgentsConfig()
 BANK_FIELDS: tuple[str, ...] = ("engagement", "score", "weight")
 _BANK_ARRAYS: tuple[str, ...] = tuple(
     f"{actor}_{name}" for actor in ("human", "agent") for name in BANK_FIELDS
@@ -34,7 +35,7 @@ _TUPLE_FIELDS: tuple[str, ...] = (
     "base_levels",
     "markups",
     "detector_strengths",
-    "robust_agent_sessions",
+    "robust_k_set",
     "states",
 )
 
@@ -58,8 +59,8 @@ class MarketSpec:
         quote_noise: w, half-width of the relative quote noise u ~ U(−1, 1).
         engagement_scale: s0 of the markup g(s) = 1 − exp(−s/s0).
         reference_engagement: s_ref, the engagement a fully flagged session is quoted as.
-        agent_sessions: nominal K, clean sessions per agent.
-        robust_agent_sessions: K candidates of the robust ambiguity set.
+        nominal_k: nominal K, clean sessions per agent.
+        robust_k_set: K candidates of the robust ambiguity set.
         robust_alpha_candidates: α candidates (evenly spaced over the ambiguity interval).
         ambiguity_radius_w1: ε in engagement units (module docstring).
         shoppers_per_step: N shoppers per step (pricing period).
@@ -91,10 +92,10 @@ class MarketSpec:
     quote_noise: float = _DEFAULTS.quote_noise
     engagement_scale: float = 10.0
     reference_engagement: float = 20.0
-    agent_sessions: int = _DEFAULTS.agent_sessions
-    robust_agent_sessions: tuple[int, ...] = _DEFAULTS.robust_agent_sessions
-    robust_alpha_candidates: int = _DEFAULTS.robust_alpha_candidates
-    ambiguity_radius_w1: float = _DEFAULTS.ambiguity_radius_w1
+    nominal_k: int = _AGENTS.nominal_k
+    robust_k_set: tuple[int, ...] = _AGENTS.robust_k_set
+    robust_alpha_candidates: int = _AGENTS.robust_alpha_candidates
+    ambiguity_radius_w1: float = _AGENTS.ambiguity_radius_w1
     shoppers_per_step: int = _DEFAULTS.shoppers_per_step
     lam: float = _DEFAULTS.lam
     eta_ux: float = 500.0
@@ -111,8 +112,8 @@ class MarketSpec:
             object.__setattr__(self, name, arr)
         for name in _TUPLE_FIELDS:
             object.__setattr__(self, name, tuple(getattr(self, name)))
-        object.__setattr__(self, "robust_agent_sessions",
-                           tuple(int(k) for k in self.robust_agent_sessions))  # fmt: skip
+        object.__setattr__(self, "robust_k_set",
+                           tuple(int(k) for k in self.robust_k_set))  # fmt: skip
         for name in ("kernel_human", "kernel_agent"):
             validate_kernel(getattr(self, name), name, n_states=len(self.states))
         self.banks  # noqa: B018 -- validates the bank arrays
@@ -132,9 +133,9 @@ class MarketSpec:
             "quote_noise": 0 <= self.quote_noise < 1,
             "engagement_scale": self.engagement_scale > 0,
             "reference_engagement": self.reference_engagement > 0,
-            "agent_sessions": self.agent_sessions >= 1,
-            "robust_agent_sessions": len(self.robust_agent_sessions) >= 1
-            and min(self.robust_agent_sessions) >= 1,
+            "nominal_k": self.nominal_k >= 1,
+            "robust_k_set": len(self.robust_k_set) >= 1
+            and min(self.robust_k_set) >= 1,
             "robust_alpha_candidates": self.robust_alpha_candidates >= 1,
             "ambiguity_radius_w1": self.ambiguity_radius_w1 >= 0,
             "shoppers_per_step": self.shoppers_per_step >= 1,
@@ -266,6 +267,6 @@ def robust_candidates(
     α over the ambiguity interval and the spec's K candidates, as two aligned arrays."""
     low, high = alpha_interval(spec, alpha, half_width)
     alphas = np.unique(np.linspace(low, high, spec.robust_alpha_candidates))
-    ks = np.asarray(sorted(set(spec.robust_agent_sessions)), dtype=np.int64)
+    ks = np.asarray(sorted(set(spec.robust_k_set)), dtype=np.int64)
     grid_alpha, grid_k = np.meshgrid(alphas, ks, indexing="ij")
     return grid_alpha.ravel(), grid_k.ravel()

@@ -1,22 +1,26 @@
 """No needless work: rebuilding unchanged inputs with unchanged code reproduces every data version,
-and nothing downstream turns stale (DESIGN §6)."""
+and nothing downstream turns stale (DESIGN §6). The first build is the session's `phantom run`;
+the rebuild runs in process on a copy of it."""
 
 import dagster as dg
 import pytest
-from dagster._core.definitions.data_version import StaleStatus
-from dagster._utils.test.data_versions import get_stale_status_resolver  # no public equivalent
 
+from orchestration.definitions import build_definitions
 from orchestration.planning import plan_stages
 from orchestration.resources import build_resources
 from orchestration.runner import run_pipeline
-from phantom_assets.simulate import simulate_to_incoming
-from tests.pipeline_helpers import DEMO_DEFS as defs
-from tests.pipeline_helpers import simulation_params, tiny_settings
+from phantom_assets.assets.dagster_internals import StaleStatus, stale_status_resolver
+from tests.built_pipeline import BuiltPipeline
+
+# Module-scoped fixtures: every test of this module runs on one xdist worker.
+pytestmark = pytest.mark.xdist_group("rebuild")
 
 SELECTION = "*separability_report"
 
 
-def _data_versions(instance: dg.DagsterInstance) -> dict[tuple[str, str | None], str]:
+def _data_versions(
+    instance: dg.DagsterInstance, defs: dg.Definitions
+) -> dict[tuple[str, str | None], str]:
     versions = {}
     for stage in plan_stages(defs, SELECTION):
         for key in stage.keys:
@@ -34,26 +38,26 @@ def _data_versions(instance: dg.DagsterInstance) -> dict[tuple[str, str | None],
 
 
 @pytest.fixture(scope="module")
-def rebuilt(tmp_path_factory: pytest.TempPathFactory):
-    settings = tiny_settings(tmp_path_factory.mktemp("rebuild") / "data")
-    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
-    with dg.instance_for_test() as instance:
-        resources = build_resources(settings)
-        assert not run_pipeline(settings, instance, resources=resources, selection=SELECTION).failed
-        first = _data_versions(instance)
-        assert not run_pipeline(settings, instance, resources=resources, selection=SELECTION).failed
-        yield instance, first, _data_versions(instance)
+def rebuilt(built_pipeline: BuiltPipeline, tmp_path_factory: pytest.TempPathFactory):
+    copy = built_pipeline.copy_to(tmp_path_factory.mktemp("rebuild"))
+    defs = build_definitions(copy.settings)
+    with copy.instance() as instance:
+        first = _data_versions(instance, defs)
+        resources = build_resources(copy.settings)
+        assert not run_pipeline(copy.settings, instance, resources=resources,
+                                selection=SELECTION).failed  # fmt: skip
+        yield instance, defs, first, _data_versions(instance, defs)
 
 
 def test_second_materialization_without_change_keeps_every_data_version(rebuilt):
-    _, first, second = rebuilt
+    _, _, first, second = rebuilt
     assert len(first) > 10
     assert second == first
 
 
 def test_after_a_rebuild_without_change_nothing_is_stale(rebuilt):
-    instance, first, _ = rebuilt
-    resolver = get_stale_status_resolver(instance, list(defs.assets or []))
+    instance, defs, first, _ = rebuilt
+    resolver = stale_status_resolver(instance, list(defs.assets or []))
     stale = [
         (asset, partition)
         for asset, partition in first

@@ -1,9 +1,9 @@
 """Every file-writing asset records the files it wrote, and `phantom audit` re-hashes them.
 
-The pipeline up to the market simulators and the contaminated datasets runs once on tiny
-simulated data; then every materialization of every asset that writes files (all but the dbt
-models; observable sources never materialize) must list its `artifacts`, whose combined digest
-is the recorded data version -- what `verify_records` recomputes offline.
+On the session's built pipeline (`phantom run`, tiny config), every materialization of every asset
+that writes files (all but the dbt models and the manual publish group; observable sources never
+materialize) must list its `artifacts`, whose combined digest is the recorded data version --
+what `verify_records` recomputes offline.
 """
 
 from __future__ import annotations
@@ -17,21 +17,19 @@ import dagster as dg
 import pytest
 
 from orchestration.definitions import build_definitions
-from orchestration.runner import PipelineReport, run_pipeline
+from orchestration.planning import MANUAL_GROUPS
 from phantom_assets.assets.lineage import collect_lineage
 from phantom_assets.audit import verify_records
-from phantom_assets.config import Settings, load_settings
+from phantom_assets.config import Settings
 from phantom_assets.lake import SPEC_ARRAYS_FILE, SPEC_SCALARS_FILE
-from phantom_assets.simulate import simulate_to_incoming
 from phantom_assets.storage import combined_digest
-from tests.pipeline_helpers import TINY_CONFIG, simulation_params
+from tests.built_pipeline import BuiltPipeline
 
 if TYPE_CHECKING:
-    from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
+    from phantom_assets.assets.dagster_internals import BaseAssetGraph
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("artifacts")]
 
-SELECTION = '+key:"market_simulators" or +key:"contaminated_datasets"'
 DATA_VERSION_TAG = "dagster/data_version"
 
 
@@ -39,31 +37,34 @@ DATA_VERSION_TAG = "dagster/data_version"
 class Built:
     settings: Settings
     instance: dg.DagsterInstance
-    report: PipelineReport
     graph: BaseAssetGraph
 
 
+def _built(pipeline: BuiltPipeline) -> Iterator[Built]:
+    with pipeline.instance() as instance:
+        graph = build_definitions(pipeline.settings).resolve_asset_graph()
+        yield Built(pipeline.settings, instance, graph)
+
+
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
-    root = tmp_path_factory.mktemp("artifacts")
-    config = root / "phantom.toml"
-    config.write_text(TINY_CONFIG)
-    settings = load_settings("demo", data_dir=root / "data", config_file=config)
-    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
-    with dg.instance_for_test() as instance:
-        report = run_pipeline(settings, instance, SELECTION)
-        assert not report.failed and not report.skipped, (report.failed, report.skipped)
-        graph = build_definitions(settings).resolve_asset_graph()
-        yield Built(settings, instance, report, graph)
+def built(built_pipeline: BuiltPipeline) -> Iterator[Built]:
+    yield from _built(built_pipeline)
+
+
+@pytest.fixture
+def copied(built_pipeline: BuiltPipeline, tmp_path: Path) -> Iterator[Built]:
+    """A private copy whose files may be tampered with."""
+    yield from _built(built_pipeline.copy_to(tmp_path))
 
 
 def _file_writing_keys(built: Built) -> list[dg.AssetKey]:
-    """Materialized assets of the selection, less the dbt models (tables, no files)."""
-    selected = dg.AssetSelection.from_string(SELECTION).resolve(built.graph)
+    """Assets `phantom run` materializes, less the dbt models (tables, no files)."""
     return sorted(
-        (k for k in selected if "dbt" not in built.graph.get(k).kinds),
+        (k for k in built.graph.materializable_asset_keys
+         if "dbt" not in built.graph.get(k).kinds
+         and built.graph.get(k).group_name not in MANUAL_GROUPS),
         key=lambda k: k.to_user_string(),
-    )
+    )  # fmt: skip
 
 
 def _materializations(built: Built, key: dg.AssetKey) -> list[dg.AssetMaterialization]:
@@ -76,7 +77,8 @@ def _materializations(built: Built, key: dg.AssetKey) -> list[dg.AssetMaterializ
 def test_the_selection_covers_every_file_writing_group(built: Built):
     names = {k.to_user_string() for k in _file_writing_keys(built)}
     assert {"raw_events", "labeled_sessions", "transition_kernels", "divergence_scores",
-            "contaminated_datasets", "market_simulators"} <= names  # fmt: skip
+            "contaminated_datasets", "market_simulators", "trained_policies",
+            "policy_evaluations", "benchmark_curves", "certification_report"} <= names  # fmt: skip
 
 
 def test_every_materialization_of_a_file_writing_asset_records_its_artifacts(built: Built):
@@ -110,7 +112,8 @@ def test_market_simulators_record_both_spec_files(built: Built):
     )
 
 
-def test_verify_records_names_a_tampered_spec_npz(built: Built):
+def test_verify_records_names_a_tampered_spec_npz(copied: Built):
+    built = copied
     records = collect_lineage(
         built.instance, built.graph, dg.AssetKey("market_simulators"), "hotel"
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from tests.pipeline_helpers import DEMO_DEFS as defs
+from tests.pipeline_helpers import demo_definitions
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "asset_specs.json"
 
@@ -27,7 +27,7 @@ def _partitions(partitions_def: dg.PartitionsDefinition | None) -> object:
 
 
 def asset_spec_snapshot() -> dict[str, dict[str, object]]:
-    graph = defs.resolve_asset_graph()
+    graph = demo_definitions().resolve_asset_graph()
     snapshot = {}
     for key in sorted(graph.get_all_asset_keys(), key=lambda k: k.to_user_string()):
         node = graph.get(key)

@@ -10,7 +10,7 @@ import dagster as dg
 from orchestration.definitions import build_definitions, defs
 from phantom_assets.assets.partitions import build_partitions
 from phantom_assets.config import load_settings
-from tests.pipeline_helpers import DEMO_DEFS, REPO_ROOT
+from tests.pipeline_helpers import REPO_ROOT, demo_definitions
 
 
 def _run_python(code: str, **env: str) -> subprocess.CompletedProcess:
@@ -27,13 +27,13 @@ def test_the_lazy_code_location_is_loadable(tmp_path, monkeypatch):
 
 
 def test_every_job_resolves_against_the_asset_graph():
-    for job in DEMO_DEFS.jobs or []:
-        resolved = DEMO_DEFS.resolve_job_def(job.name)
+    for job in demo_definitions().jobs or []:
+        resolved = demo_definitions().resolve_job_def(job.name)
         assert resolved.asset_layer.executable_asset_keys, job.name
 
 
 def test_main_assets_are_in_the_graph_with_groups_and_code_versions():
-    graph = DEMO_DEFS.resolve_asset_graph()
+    graph = demo_definitions().resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert {
         "incoming_files",
@@ -101,7 +101,7 @@ def test_the_study_profile_gets_the_research_partition_grids():
 def test_changing_a_setting_changes_the_code_version_of_exactly_its_readers():
     demo = load_settings("demo")
     bigger_budget = replace(demo, training=replace(demo.training, timesteps=4_000))
-    before = DEMO_DEFS.resolve_asset_graph()
+    before = demo_definitions().resolve_asset_graph()
     after = build_definitions(bigger_budget).resolve_asset_graph()
     changed = {
         k.to_user_string()
@@ -110,3 +110,24 @@ def test_changing_a_setting_changes_the_code_version_of_exactly_its_readers():
     }
     # Training reads the budget; the dataset card records the hash of the whole configuration.
     assert changed == {"trained_policies", "hf_dataset"}
+
+
+def test_the_jobs_are_the_stages_phantom_run_executes():
+    from orchestration.planning import graph_stages
+    from orchestration.scale_out.demo import SLICE_ASSETS, SLICE_JOB
+
+    defs = demo_definitions()
+    stages = graph_stages(defs)
+    jobs = {job.name: job for job in defs.jobs or []}
+    assert set(jobs) == {stage.job for stage in stages}
+    graph = defs.resolve_asset_graph()
+    for stage in stages:
+        resolved = defs.resolve_job_def(stage.job)
+        assert set(resolved.asset_layer.executable_asset_keys) == set(stage.keys), stage.job
+    materializable = [key for stage in stages for key in stage.keys]
+    assert sorted(materializable) == sorted(graph.materializable_asset_keys)  # each exactly once
+    slice_keys = {
+        k.to_user_string()
+        for k in defs.resolve_job_def(SLICE_JOB).asset_layer.executable_asset_keys
+    }
+    assert slice_keys == set(SLICE_ASSETS)

@@ -1,8 +1,9 @@
-"""Learning works (DESIGN §5 "Policy tiers", pitfall §10.9): on a demo-profile market with the demo
-profile's training budget, the best learned tier beats the undefended static engine and comes
-within 10% of the oracle's profit (the best fixed action in hindsight on the same episode seeds) at
-every demo α. v1's learned tiers collapsed to one constant price; this is the test that would have
-caught it."""
+"""Learning works (DESIGN §5 "Policy tiers", pitfall §10.9), tier by tier, on a demo-profile market
+with the demo profile's training budget: every learnable tier comes within 10% of the oracle's
+profit (the best fixed action in hindsight on the same episode seeds) at every demo α, and at its
+training α it halves the regret of the same tier untrained (same seed, one training step). v1's
+learned tiers collapsed to one constant price; an untrained network passes a loose regret bound
+by chance on this market, so the comparison with itself untrained is what can fail."""
 
 from __future__ import annotations
 
@@ -16,10 +17,15 @@ from phantom_assets.market import demo_spec
 from phantom_assets.market.oracle import market_oracle
 from phantom_assets.policies import LEARNABLE_TIERS, StaticPolicy, TrainingParams, train_policy
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("learning")]
 
 SETTINGS = load_settings("demo")
+ALPHAS = SETTINGS.agents.alpha_grid
+TRAIN_ALPHA = SETTINGS.agents.train_alphas[0]
 MAX_REGRET = 0.10
+MIN_UNTRAINED_REGRET = 0.01
+"""Below this the untrained policy is as good as trained: the comparison could not fail."""
+TIERS = [tier for tier in SETTINGS.training.tiers if tier in LEARNABLE_TIERS]
 
 
 @pytest.fixture(scope="module")
@@ -28,51 +34,37 @@ def market():
 
 
 @pytest.fixture(scope="module")
-def profits(market) -> pl.DataFrame:
-    """Mean episode profit per (policy, α) on the demo evaluation seeds, fitted detector."""
-    cfg, training = SETTINGS.evaluation, SETTINGS.training
-    params = TrainingParams.from_config(training, ablation_lam=training.ablation_lam)
-    alpha0 = training.train_alphas[0]
-    policies = {tier: train_policy(tier, "baseline", market, alpha0, params, seed=0).policy
-                for tier in training.tiers if tier in LEARNABLE_TIERS}  # fmt: skip
-    policies["static"] = StaticPolicy.undefended(market)
-    frames = [
-        evaluate_policy(policy, market, cfg.alphas, cfg.episodes, cfg.seed,
-                        ks=[market.agent_sessions], detectors=["fitted"])
-        .with_columns(pl.lit(name).alias("policy"))
-        for name, policy in policies.items()
-    ]  # fmt: skip
-    return (
-        pl.concat(frames, how="diagonal_relaxed")
-        .group_by("policy", "alpha")
-        .agg(pl.col("profit").mean())
-    )
+def oracle(market) -> np.ndarray:
+    """Best fixed action's mean episode profit per α on the demo evaluation seeds."""
+    table = market_oracle(market, ALPHAS, [market.nominal_k], SETTINGS.evaluation.selection_seeds)
+    return table.sort("alpha")["profit"].to_numpy()
 
 
-def test_the_best_learned_tier_beats_static_and_is_near_the_oracle_at_every_alpha(market, profits):
+def _profits(policy, market, alphas) -> np.ndarray:
     cfg = SETTINGS.evaluation
-    oracle = market_oracle(market, cfg.alphas, [market.agent_sessions], cfg.selection_seeds)
-    by_policy = profits.pivot(on="alpha", index="policy", values="profit").sort("policy")
-    learned = by_policy.filter(pl.col("policy") != "static")
-    alphas = [str(a) for a in cfg.alphas]
-    means = learned.select(alphas).to_numpy()
-    best = int(np.argmax(means.mean(axis=1)))
-    static = by_policy.filter(pl.col("policy") == "static").select(alphas).to_numpy()[0]
-    best_row = means[best]
-    report = {
-        "best_policy": learned["policy"][best],
-        "best": best_row.tolist(),
-        "static": static.tolist(),
-        "oracle": oracle.sort("alpha")["profit"].to_list(),
-    }
-    assert best_row.mean() > static.mean(), report
-    regret = 1 - best_row / oracle.sort("alpha")["profit"].to_numpy()
-    assert np.all(regret <= MAX_REGRET), report
+    rows = evaluate_policy(policy, market, alphas, cfg.episodes, cfg.seed, ks=[market.nominal_k],
+                           detectors=["fitted"])  # fmt: skip
+    return rows.group_by("alpha").agg(pl.col("profit").mean()).sort("alpha")["profit"].to_numpy()
 
 
-def test_learned_tiers_do_not_collapse_to_the_static_engine(profits):
-    """Pitfall §10.9: every learned tier differs from static somewhere on the α grid."""
-    wide = profits.pivot(on="policy", index="alpha", values="profit")
-    static = wide["static"].to_numpy()
-    for tier in (c for c in wide.columns if c not in ("alpha", "static")):
-        assert not np.allclose(wide[tier].to_numpy(), static), tier
+def _trained(tier: str, market, timesteps: int):
+    params = TrainingParams.from_config(SETTINGS.training, timesteps=timesteps)
+    return train_policy(tier, "baseline", market, TRAIN_ALPHA, params, seed=0).policy
+
+
+@pytest.mark.parametrize("tier", TIERS)
+def test_each_learned_tier_is_near_the_oracle_at_every_alpha_and_beats_itself_untrained(
+    market, oracle, tier
+):
+    regret = 1 - _profits(_trained(tier, market, SETTINGS.training.timesteps), market,
+                          ALPHAS) / oracle  # fmt: skip
+    at_train = ALPHAS.index(TRAIN_ALPHA)
+    untrained = 1 - _profits(_trained(tier, market, 1), market, [TRAIN_ALPHA])[0] / oracle[at_train]
+    assert untrained > MIN_UNTRAINED_REGRET, (tier, untrained)
+    assert regret[at_train] <= untrained / 2, (tier, regret.tolist(), untrained)
+    assert np.all(regret <= MAX_REGRET), (tier, regret.tolist())
+
+
+def test_the_static_engine_is_far_from_the_oracle_so_the_bound_is_not_vacuous(market, oracle):
+    regret = 1 - _profits(StaticPolicy.undefended(market), market, ALPHAS) / oracle
+    assert regret.max() > 2 * MAX_REGRET

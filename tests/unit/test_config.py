@@ -15,7 +15,7 @@ def test_load_settings_demo_is_the_default_profile():
 
 def test_load_settings_study_profile_uses_the_research_alpha_grid():
     study = load_settings("study")
-    assert study.contamination.alphas == tuple(round(0.1 * i, 1) for i in range(11))
+    assert study.agents.alpha_grid == tuple(round(0.1 * i, 1) for i in range(11))
     assert len(study.training.seeds) > 1
 
 
@@ -26,10 +26,10 @@ def test_load_settings_rejects_an_unknown_profile():
 
 def test_load_settings_applies_a_toml_file_and_names_unknown_keys(tmp_path: Path):
     good = tmp_path / "phantom.toml"
-    good.write_text("[fingerprint]\nkappa = 0.0\n[contamination]\nalphas = [0.0, 1.0]\n")
+    good.write_text("[fingerprint]\nkappa = 0.0\n[agents]\nalpha_grid = [0.0, 1.0]\n")
     settings = load_settings(config_file=good)
     assert settings.fingerprint.kappa == 0.0
-    assert settings.contamination.alphas == (0.0, 1.0)
+    assert settings.agents.alpha_grid == (0.0, 1.0)
     bad = tmp_path / "bad.toml"
     bad.write_text("[fingerprint]\nkapa = 0.0\n")
     with pytest.raises(ValueError, match="kapa"):

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from phantom_assets.config import EvaluationConfig, MarketConfig
+from phantom_assets.config import AgentsConfig, EvaluationConfig, MarketConfig
 from phantom_assets.evaluation import PolicyEvaluation, evaluate_policies
 from phantom_assets.market import DETECTOR_MODES, MarketSpec, demo_spec
 
@@ -40,9 +40,10 @@ def action(spec: MarketSpec, level: int, markup: int, detector: int) -> FixedAct
     return FixedAction(spec.action_index(level, markup, detector))
 
 
-PROTOCOL = EvaluationConfig(alphas=(0.0, 0.5, 1.0), agent_sessions=(2, 8), episodes=2,
-                            test_episodes=2, stress_radius=0.25)  # fmt: skip
-"""A tiny protocol: three grid α × two K, two selection and two held-out episode seeds."""
+PROTOCOL = EvaluationConfig(episodes=2, test_episodes=2)
+"""A tiny protocol: two selection and two held-out episode seeds..."""
+GRID = AgentsConfig(alpha_grid=(0.0, 0.5, 1.0), k_grid=(2, 8), stress_radius=0.25)
+"""...on three grid α × two K."""
 # Policy key -> (tier, mode, train α, grid indices of its fixed action); two training seeds each.
 PARTITIONS: dict[str, tuple[str, str, float, tuple[int, int, int]]] = {
     "static-a000": ("static", "heuristic", 0.0, (2, 1, 0)),
@@ -63,7 +64,7 @@ def partitions(spec) -> dict[str, PolicyEvaluation]:
     """Protocol tables of fixed-action policies under three keys, two training seeds each."""
     return {
         key: evaluate_policies({0: action(spec, *grid), 1: action(spec, *grid)}, spec, PROTOCOL,
-                               partition_labels(key))
+                               GRID, partition_labels(key))
         for key, (*_, grid) in PARTITIONS.items()
     }  # fmt: skip
 

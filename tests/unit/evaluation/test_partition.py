@@ -16,14 +16,14 @@ from phantom_assets.evaluation import (
     save_evaluation,
 )
 from phantom_assets.lake import EVALUATION_FILES
-from tests.unit.evaluation.conftest import PROTOCOL
+from tests.unit.evaluation.conftest import GRID, PROTOCOL
 
 LABELS = ["store", "policy", "tier", "mode", "train_alpha", "config_hash", "train_seed"]
 
 
 def conformance(spec, evaluation):
-    return protocol_conformance(evaluation.nominal, evaluation.stress, PROTOCOL,
-                                spec.agent_sessions)  # fmt: skip
+    return protocol_conformance(evaluation.nominal, evaluation.stress, PROTOCOL, GRID,
+                                spec.nominal_k)  # fmt: skip
 
 
 def test_rows_lead_with_the_partition_labels_and_follow_the_row_contract(partitions):
@@ -31,7 +31,7 @@ def test_rows_lead_with_the_partition_labels_and_follow_the_row_contract(partiti
     assert evaluation.nominal.columns == [*LABELS, *ROW_KEYS, *EPISODE_METRICS]
     for frame in evaluation:
         assert set(frame["policy"]) == {"dqn-robust-a050"} and set(frame["train_seed"]) == {0, 1}
-    cells = len(PROTOCOL.alphas) * len(PROTOCOL.agent_sessions) * 2  # × both detectors
+    cells = len(GRID.alpha_grid) * len(GRID.k_grid) * 2  # × both detectors
     assert evaluation.nominal.height == 2 * cells * PROTOCOL.episodes
 
 
@@ -43,7 +43,7 @@ def test_stress_rows_hold_the_worst_candidate_on_selection_and_held_out_seeds_pe
     (worst,) = set(stress["worst_alpha"])
     assert worst in (0.25, 0.5, 0.75)
     assert set(selection["alpha"]) == set(test["alpha"]) == {worst}
-    assert set(stress["k"]) == {spec.agent_sessions}
+    assert set(stress["k"]) == {spec.nominal_k}
     for detector in ("fitted", "permuted"):
         assert sorted(selection.filter(detector=detector)["seed"]) == list(PROTOCOL.selection_seeds)
         assert sorted(test.filter(detector=detector)["seed"]) == list(PROTOCOL.test_seeds)
@@ -81,7 +81,7 @@ def test_evaluated_partitions_conform_to_the_protocol(spec, partitions):
 def test_protocol_conformance_names_the_broken_condition(spec, partitions, broken, field):
     evaluation = partitions["static-a000"]
     result = protocol_conformance(*broken(evaluation.nominal, evaluation.stress), PROTOCOL,
-                                  spec.agent_sessions)  # fmt: skip
+                                  GRID, spec.nominal_k)  # fmt: skip
     failed = {k for k, v in dataclasses.asdict(result).items() if not v}
     assert not result.holds and failed == {field}
 

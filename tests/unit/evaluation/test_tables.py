@@ -19,11 +19,14 @@ from phantom_assets.evaluation import (
     stress_as_curves_input,
     summary_markdown,
 )
-from tests.unit.evaluation.conftest import PARTITIONS, PROTOCOL, protocol_rows
+from tests.unit.evaluation.conftest import GRID, PARTITIONS, PROTOCOL, protocol_rows
 from tests.unit.evaluation.test_contrasts import FACTORIAL, PLANTED
 
+# Module-scoped fixtures: every test of this module runs on one xdist worker.
+pytestmark = pytest.mark.xdist_group("tables")
+
 ORACLE = pl.DataFrame(
-    [(a, k, 1e9) for a in PROTOCOL.alphas for k in PROTOCOL.agent_sessions],
+    [(a, k, 1e9) for a in GRID.alpha_grid for k in GRID.k_grid],
     schema=["alpha", "k", "profit"], orient="row",
 )  # fmt: skip
 
@@ -38,19 +41,19 @@ def test_stress_input_keeps_the_selection_seeds_keyed_by_the_nominal_alpha(parti
     stress = partitions["static-a000"].stress
     stressed = stress_as_curves_input(stress)
     assert stressed.height == stress.filter(split=SELECTION_SPLIT).height
-    assert sorted(set(stressed["alpha"])) == list(PROTOCOL.alphas)
+    assert sorted(set(stressed["alpha"])) == list(GRID.alpha_grid)
     assert set(STRESS_METRICS) <= set(stressed.columns)
     assert not set(EPISODE_METRICS) & set(stressed.columns)
     assert set(stressed["seed"]) == set(PROTOCOL.selection_seeds)
 
 
 def test_benchmark_tables_cover_every_policy_alpha_k_detector_metric_over_episode_seeds(tables):
-    grid = (len(PROTOCOL.alphas), len(PROTOCOL.agent_sessions))
+    grid = (len(GRID.alpha_grid), len(GRID.k_grid))
     assert tables.curves.height == expected_curve_rows(len(PARTITIONS), *grid)
     assert set(tables.curves["metric"]) == {*EPISODE_METRICS, *STRESS_METRICS}
     assert set(tables.curves["n"]) == set(tables.differences["n"]) == {PROTOCOL.episodes}
     assert {r["policy"] for r in tables.regression["by_policy"]} == set(PARTITIONS)
-    assert {r["k"] for r in tables.regression["by_policy"]} == set(PROTOCOL.agent_sessions)
+    assert {r["k"] for r in tables.regression["by_policy"]} == set(GRID.k_grid)
     assert tables.regret.height == len(PARTITIONS) * grid[0] * grid[1]
     assert tables.ablation.is_empty()  # dqn has no charged modes here
 
@@ -76,7 +79,7 @@ def test_summary_has_a_row_per_policy_and_k_and_the_ablation_table(tables):
     summary = summary_markdown("hotel", tables)
     assert summary.startswith("# Benchmark hotel\n")
     for key in PARTITIONS:
-        for k in PROTOCOL.agent_sessions:
+        for k in GRID.k_grid:
             assert f"| {key} | {k} |" in summary
     assert "No tier was trained in all four modes." in summary
     ablation = factorial_effects(protocol_rows(FACTORIAL, episodes=3, effect=PLANTED), "dqn")

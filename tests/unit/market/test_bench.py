@@ -17,7 +17,7 @@ def test_bench_env_reports_both_throughputs_and_the_configuration():
     config = result["config"]
     assert (config["n_products"], config["shoppers_per_step"], config["n_actions"]) == (10, 100, 45)
     assert config["robust_candidates"] == 9
-    assert config["robust_agent_sessions"] == [2, 8, 16]
+    assert config["robust_k_set"] == [2, 8, 16]
 
 
 def test_bench_env_rejects_an_empty_measurement():

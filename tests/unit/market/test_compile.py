@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from phantom_assets.config import MarketConfig
+from phantom_assets.config import AgentsConfig, MarketConfig
 from phantom_assets.market import anchor_prices, chain_banks, compile_market_spec, demo_kernels
 from phantom_assets.market.compile import ENGAGEMENT_SCALE_SHARE, REFERENCE_ENGAGEMENT_SHARE
 
 SMALL = MarketConfig(n_products=4, shoppers_per_step=30, base_levels=(0.9, 1.1),
                      markups=(0.0, 0.4), detector_strengths=(0.0, 1.0), quote_noise=0.1,
-                     agent_sessions=3, robust_agent_sessions=(1, 5), robust_alpha_candidates=2,
-                     ambiguity_radius_w1=2.5, lam=0.5, episode_steps=7,
-                     chain_bank_size=300)  # fmt: skip
+                     lam=0.5, episode_steps=7, chain_bank_size=300)  # fmt: skip
+AGENTS = AgentsConfig(nominal_k=3, robust_k_set=(1, 5), robust_alpha_candidates=2,
+                      ambiguity_radius_w1=2.5)  # fmt: skip
 
 
 @pytest.fixture
@@ -30,12 +30,13 @@ def test_compile_market_spec_takes_the_store_kernels_as_given(kernels):
 @pytest.mark.parametrize(
     "field",
     ["shoppers_per_step", "base_levels", "markups", "detector_strengths", "quote_noise",
-     "agent_sessions", "robust_agent_sessions", "robust_alpha_candidates", "ambiguity_radius_w1",
+     "nominal_k", "robust_k_set", "robust_alpha_candidates", "ambiguity_radius_w1",
      "lam", "episode_steps"],
 )  # fmt: skip
-def test_compile_market_spec_follows_the_market_settings(kernels, field):
-    spec = compile_market_spec(*kernels, SMALL, anchor_seed=0)
-    assert getattr(spec, field) == getattr(SMALL, field)
+def test_compile_market_spec_follows_the_market_and_agent_settings(kernels, field):
+    spec = compile_market_spec(*kernels, SMALL, anchor_seed=0, agents=AGENTS)
+    source = SMALL if hasattr(SMALL, field) else AGENTS
+    assert getattr(spec, field) == getattr(source, field)
     assert spec.n_products == SMALL.n_products and spec.banks[0].size == SMALL.chain_bank_size
 
 

@@ -103,7 +103,7 @@ def test_robust_step_executes_the_minimum_reward_candidate_over_alpha_and_k(spec
         _, reward, _, _, info = env.step(action)
         rewards = info["candidate_rewards"]
         assert rewards.size == info["candidate_alphas"].size == info["candidate_ks"].size
-        assert set(info["candidate_ks"]) == set(spec.robust_agent_sessions)
+        assert set(info["candidate_ks"]) == set(spec.robust_k_set)
         assert reward == rewards.min()
         chosen = int(np.argmin(rewards))
         assert (info["alpha"], info["k"]) == (info["candidate_alphas"][chosen],

@@ -9,10 +9,11 @@ import pytest
 from matplotlib.figure import Figure
 from scipy import stats
 
+from phantom_assets.config import AgentsConfig
 from phantom_assets.market import (
     COLUMN,
-    EROSION_KS,
     EROSION_SCHEMA,
+    STEP_COLUMNS,
     agent_coi_by_k,
     closed_form_coi_a,
     coi_a_share,
@@ -23,6 +24,12 @@ from phantom_assets.market import (
     simulate_step,
 )
 from phantom_assets.market.erosion import EROSION_METRICS, coi_by_class, seed_metrics
+from tests.unit.market.oracles import brute_force_totals
+
+# Module-scoped fixtures: every test of this module runs on one xdist worker.
+pytestmark = pytest.mark.xdist_group("erosion")
+
+EROSION_KS = AgentsConfig().erosion_k_grid
 
 SEEDS = tuple(range(6))
 STEPS = 6
@@ -60,11 +67,21 @@ def test_coi_a_falls_strictly_with_k_for_agents_only(table, detector):
     assert by_k["mean"].to_list() == coi_a.tolist()
 
 
-@pytest.mark.parametrize("alpha", [0.0, 0.5])
-def test_coi_h_does_not_depend_on_k(table, alpha):
-    coi_h = metric(table, "coi_h", alpha)
-    assert coi_h.height == len(EROSION_KS)
-    assert coi_h["mean"].n_unique() == 1 and coi_h["ci_low"].n_unique() == 1
+@pytest.mark.parametrize("alpha", [0.0, 0.5, 1.0])
+def test_class_coi_equals_a_per_shopper_oracle_at_every_k(spec, alpha):
+    # Each K of the table against the plain-Python oracle over the same episode's shoppers.
+    ks = [1, 4]
+    values = seed_metrics(spec, [alpha], ks, [3], steps=STEPS, detectors=(1.0,))[0, 0, 0]
+    draws = episode_draws(spec, 3, max(ks), STEPS)
+    action = spec.action_index(*spec.action_parts(spec.undefended_action)[:2], 2)
+    column = {name: i for i, name in enumerate(EROSION_METRICS)}
+    for c, k in enumerate(ks):
+        totals = dict(zip(STEP_COLUMNS, brute_force_totals(spec, action, draws, alpha, k),
+                          strict=False))  # fmt: skip
+        for name, cls in (("coi_h", "human"), ("coi_a", "agent")):
+            bought = totals[f"{cls}_purchases"]
+            expected = totals[f"{cls}_premium"] / bought if bought else np.nan
+            np.testing.assert_allclose(values[c, column[name]], expected, rtol=1e-9)
 
 
 @pytest.mark.parametrize("noise", [0.1, 0.2, 0.3])
@@ -110,7 +127,7 @@ def test_coi_a_share_divides_agents_at_the_top_alpha_by_humans_at_the_bottom(tab
 
 
 def test_erosion_plot_has_both_panels_and_refuses_an_empty_table(table, spec):
-    figure = plot_coi_erosion(table, closed_form_coi_a(spec))
+    figure = plot_coi_erosion(table, closed_form_coi_a(spec, EROSION_KS))
     assert isinstance(figure, Figure) and len(figure.axes) == 2
     assert figure.axes[0].get_xscale() == "log"
     with pytest.raises(ValueError, match="no COI rows"):

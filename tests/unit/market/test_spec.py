@@ -51,7 +51,7 @@ def test_robust_candidates_cover_the_alpha_interval_times_the_k_set(alpha, spec)
     alphas, ks = robust_candidates(spec, alpha)
     low, high = alpha_interval(spec, alpha)
     assert alphas.size == ks.size
-    assert set(ks.tolist()) == set(spec.robust_agent_sessions)
+    assert set(ks.tolist()) == set(spec.robust_k_set)
     assert alphas.min() == pytest.approx(low) and alphas.max() == pytest.approx(high)
     assert 0.0 <= low <= alpha <= high <= 1.0
 
@@ -84,7 +84,7 @@ def test_market_spec_arrays_are_read_only(spec):
 @pytest.mark.parametrize(
     ("field", "value"),
     [("sigma_agent", 0.0), ("p_low", 300.0), ("quote_noise", 1.0), ("detector_strengths", (0.5,)),
-     ("markups", (-0.1, 0.5)), ("agent_sessions", 0), ("robust_agent_sessions", (0, 2))],
+     ("markups", (-0.1, 0.5)), ("nominal_k", 0), ("robust_k_set", (0, 2))],
 )  # fmt: skip
 def test_market_spec_rejects_invalid_fields(field, value, make_spec):
     with pytest.raises(ValueError, match=field):

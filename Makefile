@@ -13,7 +13,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 DBT_SOURCES := $(shell find dbt_project -path dbt_project/target -prune -o \( -name '*.sql' -o -name '*.yml' \) -print 2>/dev/null)
 
-.PHONY: setup run test ui lint bench scale-demo
+.PHONY: setup run test test-all ui lint bench scale-demo
 .DEFAULT_GOAL := run
 
 $(BIN)/.installed: requirements.txt requirements.lock pyproject.toml
@@ -42,9 +42,17 @@ setup: $(BIN)/.installed dbt_project/target/manifest.json $(DAGSTER_HOME)/dagste
 run: setup
 	$(BIN)/phantom run
 
-## test: the whole test suite
+# Two worker processes (one per core); tests that share a fixture of their own run on one worker
+# (`xdist_group`); the session's built pipeline is shared by all (tests/built_pipeline.py).
+PYTEST := $(BIN)/python -m pytest -n 2 --dist loadgroup
+
+## test: the fast default suite (everything but the slow deployment tests)
 test: setup $(BIN)/.installed-dev
-	$(BIN)/python -m pytest
+	$(PYTEST) -m "not slow"
+
+## test-all: every test, the deployment ones included (what CI runs)
+test-all: setup $(BIN)/.installed-dev
+	$(PYTEST)
 
 ## ui: the Dagster UI on http://127.0.0.1:3000
 ui: setup

@@ -1,6 +1,5 @@
-"""Contaminated datasets G(α) and market simulators, materialized in process on tiny simulated data.
-
-The pipeline (ingest -> dbt -> fingerprint -> contamination + market) runs once per module.
+"""Contaminated datasets G(α) and market simulators of the session's built pipeline (`phantom run`
+on the tiny config); tests that materialize again work on copies.
 """
 
 from __future__ import annotations
@@ -21,29 +20,33 @@ import polars as pl
 import pytest
 
 from orchestration.resources import build_resources
-from orchestration.runner import PipelineReport, run_pipeline
 from phantom_assets.config import Settings, load_settings
 from phantom_assets.constants import DEMAND_WEIGHTS, END_TOKEN, KERNEL_STATES, START_TOKEN, STORES
 from phantom_assets.fingerprint.calibration import apply_logistic
 from phantom_assets.lake import alpha_from_key, alpha_key
 from phantom_assets.market import MarketSpec, engagement_w1, make_env
-from phantom_assets.simulate import simulate_to_incoming
-from tests.pipeline_helpers import DEMO_DEFS as defs
-from tests.pipeline_helpers import TINY_SIMULATION, simulation_params
+from tests.built_pipeline import BuiltPipeline
+from tests.pipeline_helpers import demo_definitions
 
-ALPHA_GRID = load_settings("demo").contamination.alphas
-contaminated_datasets = defs.get_assets_def("contaminated_datasets")
-divergence_scores = defs.get_assets_def("divergence_scores")
-market_simulators = defs.get_assets_def("market_simulators")
-SELECTION = '+key:"contaminated_datasets" or +key:"market_simulators"'
+# Module-scoped fixtures: every test of this module runs on one xdist worker.
+pytestmark = pytest.mark.xdist_group("contamination_market")
+
+ALPHA_GRID = load_settings("demo").agents.alpha_grid
 CONTRACT_COLUMNS = ("session_id", "source", "actor", "alpha", "n_events", "f", "trajectory")
+
+
+def _asset(name: str) -> dg.AssetsDefinition:
+    return demo_definitions().get_assets_def(name)
 
 
 @dataclass
 class Built:
-    settings: Settings
+    pipeline: BuiltPipeline
     instance: dg.DagsterInstance
-    report: PipelineReport
+
+    @property
+    def settings(self) -> Settings:
+        return self.pipeline.settings
 
     @property
     def lake(self) -> Path:
@@ -61,15 +64,9 @@ class Built:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
-    root = tmp_path_factory.mktemp("contamination_market")
-    base = load_settings("demo", data_dir=root / "data")
-    settings = dataclasses.replace(base, simulation=TINY_SIMULATION)
-    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
-    with dg.instance_for_test() as instance:
-        report = run_pipeline(settings, instance, SELECTION)
-        assert not report.failed, report.failed
-        yield Built(settings, instance, report)
+def built(built_pipeline: BuiltPipeline) -> Iterator[Built]:
+    with built_pipeline.instance() as instance:
+        yield Built(built_pipeline, instance)
 
 
 def _partition(store: str, alpha: float) -> dg.MultiPartitionKey:
@@ -79,13 +76,13 @@ def _partition(store: str, alpha: float) -> dg.MultiPartitionKey:
 def _check_evaluations(built: Built, check_name: str) -> dict[str | None, bool]:
     """Passed flag of each evaluation of `check_name`, by the partition of the run that made it."""
     evaluations = {}
-    for outcome in built.report.outcomes:
+    for run in built.instance.get_runs():
         for record in built.instance.all_logs(
-            outcome.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
+            run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
         ):
             evaluation = record.dagster_event.event_specific_data
             if evaluation.check_name == check_name:
-                evaluations[outcome.partition] = evaluation.passed
+                evaluations[run.tags.get("dagster/partition")] = evaluation.passed
     return evaluations
 
 
@@ -215,9 +212,17 @@ def test_contaminated_datasets_metadata_reports_counts_and_seed(built: Built):
     assert metadata["seed"] == built.settings.contamination.seed
 
 
-def test_rematerializing_a_contaminated_partition_reproduces_its_data_version(built: Built):
+def test_rematerializing_a_contaminated_partition_reproduces_its_data_version(
+    built_pipeline: BuiltPipeline, tmp_path: Path
+):
     partition = _partition("hotel", 0.5)
+    copy = built_pipeline.copy_to(tmp_path)
+    with copy.instance() as instance:
+        built = Built(copy, instance)
+        _rematerialize_reproduces(built, partition)
 
+
+def _rematerialize_reproduces(built: Built, partition: dg.MultiPartitionKey) -> None:
     def data_version() -> str:
         record = built.instance.fetch_materializations(
             dg.AssetRecordsFilter(
@@ -229,7 +234,7 @@ def test_rematerializing_a_contaminated_partition_reproduces_its_data_version(bu
 
     before = data_version()
     result = dg.materialize(
-        [contaminated_datasets],
+        [_asset("contaminated_datasets")],
         partition_key=partition,
         instance=built.instance,
         resources=build_resources(built.settings),
@@ -302,11 +307,11 @@ def test_env_check_passed_for_every_store(built: Built):
 
 
 def test_contamination_and_market_assets_are_in_their_groups():
-    assert contaminated_datasets.group_names_by_key[dg.AssetKey("contaminated_datasets")] == (
-        "contamination"
-    )
-    assert market_simulators.group_names_by_key[dg.AssetKey("market_simulators")] == "market"
-    assert {job.name for job in defs.jobs or []} >= {"contamination_job", "market_job"}
+    contaminated, market = _asset("contaminated_datasets"), _asset("market_simulators")
+    assert contaminated.group_names_by_key[dg.AssetKey("contaminated_datasets")] == "contamination"
+    assert market.group_names_by_key[dg.AssetKey("market_simulators")] == "market"
+    jobs = {job.name for job in demo_definitions().jobs or []}
+    assert jobs >= {"contamination_job", "fingerprint_market_job"}
 
 
 def _scores(lake: Path, store: str) -> pl.DataFrame:
@@ -338,9 +343,9 @@ def logistic(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
     resources = build_resources(settings)
     with dg.instance_for_test() as instance:
         for assets, key in (
-            ([divergence_scores], "hotel"),
-            ([contaminated_datasets], _partition("hotel", 0.5)),
-            ([market_simulators], "hotel"),
+            ([_asset("divergence_scores")], "hotel"),
+            ([_asset("contaminated_datasets")], _partition("hotel", 0.5)),
+            ([_asset("market_simulators")], "hotel"),
         ):
             result = dg.materialize(
                 assets, partition_key=key, instance=instance, resources=resources

@@ -1,14 +1,11 @@
-"""Trained policies, policy evaluations and benchmark curves, materialized in process.
-
-The upstream pipeline (through the market oracle) runs once per module on tiny simulated data
-(hotel only downstream of the market), every policy partition of the demo grid — the ablation
-tier in all four λ × adversary modes — trains on a tiny budget and is evaluated, then the store's
-benchmark is built.
+"""Trained policies, policy evaluations and benchmark curves of the session's built pipeline
+(`phantom run` on the tiny config: every policy partition of the demo grid -- the ablation tier
+in all four λ × adversary modes -- trained on a tiny budget and evaluated, then each store's
+benchmark); tests that re-materialize work on a private copy.
 """
 
 import itertools
 import json
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,13 +14,8 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from orchestration.resources import (
-    ExperimentTrackingResource,
-    StorageResource,
-    build_resources,
-    tracking_from_env,
-)
-from orchestration.runner import run_pipeline
+from orchestration.definitions import build_definitions
+from orchestration.resources import ExperimentTrackingResource, tracking_from_env
 from orchestration.scale_out.demo import TRAINING_OVERRIDES
 from phantom_assets.assets.partitions import policy_grid
 from phantom_assets.config import Settings, load_settings
@@ -37,29 +29,33 @@ from phantom_assets.policies import (
     MODES,
     PLATEAU_TOLERANCE,
     TRAINING_MODES,
+    TrainingParams,
     baseline_twin,
     model_file,
     parse_policy_key,
 )
-from phantom_assets.simulate import simulate_to_incoming
-from tests.pipeline_helpers import DEMO_DEFS as defs
-from tests.pipeline_helpers import TINY_CONFIG, simulation_params
+from tests.built_pipeline import BuiltPipeline
 from tests.unit.policies.wandb_files import offline_runs, read_offline_run
 
+# Module-scoped fixtures: every test of this module runs on one xdist worker.
+pytestmark = pytest.mark.xdist_group("defense")
+
 STORE = "hotel"
-UPSTREAM = '+key:"market_oracle"'
 EVAL_ALPHAS = (0.0, 0.5, 1.0)
 TINY_TRAINING = TRAINING_OVERRIDES  # the scale-out demo's tiny budgets: one definition
 DEFENSE = ["trained_policies", "policy_evaluations"]
+STAGE_JOBS = ("defense_evaluation_job", "evaluation_audit_job")
 
 
 @dataclass
 class Built:
-    settings: Settings
+    pipeline: BuiltPipeline
     instance: dg.DagsterInstance
-    resources: dict[str, object]
-    run_ids: list[str]
-    wandb_imported: bool
+    defs: dg.Definitions
+
+    @property
+    def settings(self) -> Settings:
+        return self.pipeline.settings
 
     @property
     def lake(self) -> Lake:
@@ -69,13 +65,13 @@ class Built:
     def grid(self) -> tuple[str, ...]:
         return policy_grid(self.settings)
 
-    def materialize(self, key: str, selection=DEFENSE, **resources) -> dg.ExecuteInProcessResult:
+    def materialize(self, key: str, selection=DEFENSE, config=None, **resources):
         partition = dg.MultiPartitionKey({"store": STORE, "policy": key})
-        config = {"ops": {"trained_policies": {"config": TINY_TRAINING}}}
+        run_config = {"ops": {"trained_policies": {"config": config}}} if config else None
         return dg.materialize(
-            list(defs.assets or []), selection=selection, partition_key=partition,
-            instance=self.instance, resources={**self.resources, **resources},
-            run_config=config if "trained_policies" in selection else None,
+            list(self.defs.assets or []), selection=selection, partition_key=partition,
+            instance=self.instance, resources={**self.defs.resources, **resources},
+            run_config=run_config, raise_on_error=False,
         )  # fmt: skip
 
     def latest(self, asset: str, key: str) -> dg.AssetMaterialization:
@@ -94,41 +90,31 @@ class Built:
         return pl.read_parquet(self.lake.evaluation_dir(STORE, key) / "nominal.parquet")
 
 
+def _built(pipeline: BuiltPipeline) -> Iterator[Built]:
+    with pipeline.instance() as instance:
+        yield Built(pipeline, instance, build_definitions(pipeline.settings))
+
+
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
-    root = tmp_path_factory.mktemp("defense")
-    config_file = root / "tiny.toml"
-    config_file.write_text(TINY_CONFIG)
-    settings = load_settings("demo", data_dir=root / "data", config_file=config_file)
-    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
-    storage = StorageResource(
-        data_dir=str(settings.data_dir), profile="demo", config_file=str(config_file)
-    )
-    resources = {**build_resources(settings), "storage": storage,
-                 "experiment_tracking": ExperimentTrackingResource()}  # fmt: skip
-    wandb_before = "wandb" in sys.modules
-    with dg.instance_for_test() as instance:
-        report = run_pipeline(settings, instance, resources=resources, selection=UPSTREAM)
-        assert not report.failed, report.failed
-        built = Built(settings, instance, resources, [], wandb_imported=False)
-        for key in policy_grid(settings):
-            result = built.materialize(key)
-            assert result.success, key
-            built.run_ids.append(result.run_id)
-        assets = list(defs.assets or [])
-        bench = dg.materialize(
-            assets, selection=["benchmark_curves"], partition_key=STORE, instance=instance,
-            resources=resources,
-        )  # fmt: skip
-        assert bench.success
-        built.run_ids.append(bench.run_id)
-        built.wandb_imported = "wandb" in sys.modules and not wandb_before
-        yield built
+def built(built_pipeline: BuiltPipeline) -> Iterator[Built]:
+    """The shared build, read only."""
+    yield from _built(built_pipeline)
+
+
+@pytest.fixture(scope="module")
+def writable(built_pipeline: BuiltPipeline, tmp_path_factory) -> Iterator[Built]:
+    """A private copy of the build for tests that materialize again."""
+    yield from _built(built_pipeline.copy_to(tmp_path_factory.mktemp("defense")))
 
 
 def _check_results(built: Built) -> dict[str, list[bool]]:
+    """Every check evaluation of the training, evaluation and benchmark runs, by check name."""
     results: dict[str, list[bool]] = {}
-    for run_id in built.run_ids:
+    runs = built.instance.get_runs(dg.RunsFilter(job_name=STAGE_JOBS[0])) + built.instance.get_runs(
+        dg.RunsFilter(job_name=STAGE_JOBS[1])
+    )
+    assert runs
+    for run_id in (run.run_id for run in runs):
         for record in built.instance.all_logs(
             run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
         ):
@@ -154,7 +140,7 @@ def test_demo_policy_grid_holds_every_tier_and_mode_and_the_ablation_factorial()
         learns = tier in LEARNABLE_TIERS and (
             mode in MODES or tier == settings.training.ablation_tier
         )
-        assert alphas == (sorted(settings.training.train_alphas) if learns else []), (tier, mode)
+        assert alphas == (sorted(settings.agents.train_alphas) if learns else []), (tier, mode)
 
 
 def test_every_tier_and_mode_is_trained_saved_and_evaluated(built: Built):
@@ -181,7 +167,8 @@ def test_training_metadata_lists_the_market_of_the_mode_artifacts_and_a_learning
     assert (metadata["robust"].value, metadata["lam"].value) == (mode.robust, lam)
     hyper = metadata["hyperparameters"].value
     assert (hyper["robust"], hyper["lam"]) == (mode.robust, lam)
-    assert hyper["policy_kwargs"] == {"net_arch": [8]}
+    net_arch = TrainingParams.from_config(built.settings.training).net_arch
+    assert hyper["policy_kwargs"] == {"net_arch": list(net_arch)}
     artifacts = [Path(p) for p in metadata["artifacts"].value]
     assert {p.name for p in artifacts} == {POLICY_FILE, "learning_curve.parquet", "weights.npz"}
     assert all(p.is_file() for p in artifacts)
@@ -209,7 +196,8 @@ def test_every_asset_check_passed(built: Built):
 
 
 @pytest.mark.parametrize("key", ["dqn-robustcharged-a050", "qtable-baseline-a050", "linear-a050"])
-def test_rematerializing_a_policy_reproduces_its_weights_and_evaluations(built: Built, key: str):
+def test_rematerializing_a_policy_reproduces_its_weights_and_evaluations(writable: Built, key: str):
+    built = writable
     record_before = json.loads((built.lake.policy_dir(STORE, key) / POLICY_FILE).read_text())
     before = [built.data_version(asset, key) for asset in DEFENSE]
     assert built.materialize(key).success
@@ -243,10 +231,6 @@ def test_benchmark_curves_cover_every_policy_alpha_and_metric_with_ordered_cis(b
     assert set(curves["n"]) == {built.settings.evaluation.episodes}  # episode seeds, not rows
 
 
-def test_training_without_tracking_configuration_never_imports_wandb(built: Built):
-    assert not built.wandb_imported
-
-
 def test_tracking_from_env_is_off_without_configuration_and_offline_with_wandb_mode(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ):
@@ -271,9 +255,10 @@ def offline_tracking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Experim
 @pytest.mark.parametrize(("key", "live_metric"), [("qtable-baseline-a050", "rollout/ep_rew"),
                                                   ("ppo-robust-a050", "train/loss")])  # fmt: skip
 def test_offline_tracking_logs_training_live_and_puts_the_run_directory_in_the_metadata(
-    built: Built, offline_tracking: ExperimentTrackingResource, tmp_path: Path, key: str,
+    writable: Built, offline_tracking: ExperimentTrackingResource, tmp_path: Path, key: str,
     live_metric: str,
 ):  # fmt: skip
+    built = writable
     before = built.data_version("trained_policies", key)
     result = built.materialize(
         key, selection=["trained_policies"], experiment_tracking=offline_tracking
@@ -296,17 +281,13 @@ def test_untracked_training_metadata_names_no_wandb_run(built: Built):
 
 
 def test_a_training_that_raises_inside_its_run_fails_the_step_and_marks_the_run_failed(
-    built: Built, offline_tracking: ExperimentTrackingResource, tmp_path: Path
+    writable: Built, offline_tracking: ExperimentTrackingResource, tmp_path: Path
 ):
     # PPO normalises advantages, so SB3 refuses a one-step rollout when the model is built,
     # which happens inside the run.
-    partition = dg.MultiPartitionKey({"store": STORE, "policy": "ppo-baseline-a050"})
-    config = {"ops": {"trained_policies": {"config": {**TINY_TRAINING, "ppo_n_steps": 1}}}}
-    result = dg.materialize(
-        list(defs.assets or []), selection=["trained_policies"], partition_key=partition,
-        instance=built.instance, run_config=config, raise_on_error=False,
-        resources={**built.resources, "experiment_tracking": offline_tracking},
-    )  # fmt: skip
+    result = writable.materialize("ppo-baseline-a050", selection=["trained_policies"],
+                                  config={**TINY_TRAINING, "ppo_n_steps": 1},
+                                  experiment_tracking=offline_tracking)  # fmt: skip
     assert not result.success
     (directory,) = offline_runs(tmp_path)
     assert read_offline_run(directory).exit_code == 1

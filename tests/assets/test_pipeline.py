@@ -1,4 +1,5 @@
-"""The main job in process on tiny simulated data: ingest -> dbt warehouse -> labeled partitions."""
+"""The main job on tiny simulated data: ingest -> dbt warehouse -> labeled partitions (the
+session's built pipeline), re-ingesting, and an unreadable batch file."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import polars as pl
 import pytest
 
 from orchestration.runner import run_pipeline
+from phantom_assets.assets.partitions import BATCH_PARTITIONS_NAME
 from phantom_assets.config import Settings
 from phantom_assets.simulate import simulate_to_incoming
+from tests.built_pipeline import BuiltPipeline
 from tests.pipeline_helpers import simulation_params
 
 
@@ -31,31 +34,29 @@ def _latest(instance: dg.DagsterInstance, key: str, partition: str | None = None
     return records[0].asset_materialization
 
 
-def test_pipeline_builds_raw_events_warehouse_and_labeled_sessions(simulated: Settings):
-    settings = simulated
-    with dg.instance_for_test() as instance:
-        # Up to the fingerprint; later stages have their own module-scoped tests.
-        report = run_pipeline(settings, instance, "*separability_report")
-        assert not report.failed, report.failed
-        assert len(report.registered) == 5  # csv, parquet, jsonl and Kafka's two topic files
+def test_pipeline_builds_raw_events_warehouse_and_labeled_sessions(built_pipeline: BuiltPipeline):
+    settings = built_pipeline.settings
+    with built_pipeline.instance() as instance:
+        registered = sorted(instance.get_dynamic_partitions(BATCH_PARTITIONS_NAME))
+        assert len(registered) == 5  # csv, parquet, jsonl and Kafka's two topic files
         raw = pl.read_parquet(settings.lake_dir / "raw_events" / "*" / "events.parquet")
-        materialization = _latest(instance, "raw_events", report.registered[0])
+        materialization = _latest(instance, "raw_events", registered[0])
         assert materialization.metadata["dagster/row_count"].value > 0
-        for key in report.registered:
-            assert (
-                settings.lake_dir / "raw_events_quarantine" / f"batch={key}" / "quarantine.parquet"
-            ).exists()
-        labeled = {
-            (store, actor): pl.read_parquet(
-                settings.lake_dir
-                / "labeled_sessions"
-                / f"store={store}"
-                / f"actor={actor}"
-                / "sessions.parquet"
-            )
-            for store in ("hotel", "airline")
-            for actor in ("human", "agent")
-        }
+    for key in registered:
+        assert (
+            settings.lake_dir / "raw_events_quarantine" / f"batch={key}" / "quarantine.parquet"
+        ).exists()
+    labeled = {
+        (store, actor): pl.read_parquet(
+            settings.lake_dir
+            / "labeled_sessions"
+            / f"store={store}"
+            / f"actor={actor}"
+            / "sessions.parquet"
+        )
+        for store in ("hotel", "airline")
+        for actor in ("human", "agent")
+    }
     interactions = raw.filter(pl.col("record_type") == "interaction")
     assert sum(f.height for f in labeled.values()) == interactions["session_id"].n_unique()
     for (store, actor), frame in labeled.items():

@@ -1,51 +1,34 @@
-"""End to end, as a user would: `phantom run` on a fresh data root (sample data simulated), then
-`phantom audit` -- verified, tampered (fails naming the asset and partition), restored, replayed."""
+"""End to end, as a user would: `phantom run` on a fresh data root (sample data simulated; the
+session's shared build, `tests/built_pipeline.py`), then `phantom audit` on a copy of it --
+verified, tampered (fails naming the asset and partition), restored, replayed."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from phantom_assets.audit.records import GATE_CONTRACT_KEYS
-from tests.pipeline_helpers import REPO_ROOT, TINY_CONFIG
+from tests.built_pipeline import BuiltPipeline
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("main_job")]
 
-PHANTOM = str(Path(sys.executable).parent / "phantom")
 KERNEL = Path("lake/transition_kernels/store=hotel/actor=agent/kernel.parquet")
 
 
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("e2e")
-    (root / "phantom.toml").write_text(TINY_CONFIG)
-    env = {
-        **os.environ,
-        "PHANTOM_DATA_DIR": str(root / "data"),
-        "DAGSTER_HOME": str(root / "dagster_home"),
-        "PHANTOM_CONFIG": str(root / "phantom.toml"),
-    }
-    run = subprocess.run([PHANTOM, "run"], cwd=REPO_ROOT, env=env, capture_output=True,
-                         text=True, timeout=1500)  # fmt: skip
-    return root / "data", env, run
+def workspace(built_pipeline: BuiltPipeline, tmp_path_factory: pytest.TempPathFactory):
+    """A private copy of the session's build: the audit tests tamper with its files."""
+    return built_pipeline.copy_to(tmp_path_factory.mktemp("e2e"))
 
 
-def _phantom(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([PHANTOM, *args], cwd=REPO_ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)  # fmt: skip
-
-
-def test_main_job_completes_and_prints_the_summary(workspace):
-    data, _, run = workspace
-    assert run.returncode == 0, run.stderr[-4000:]
-    assert "== PHANTOM summary ==" in run.stdout
-    assert "quarantined rows: 0" in run.stdout
+def test_main_job_completes_and_prints_the_summary(built_pipeline: BuiltPipeline):
+    data = built_pipeline.data_dir
+    assert built_pipeline.returncode == 0, built_pipeline.stderr[-4000:]
+    assert "== PHANTOM summary ==" in built_pipeline.stdout
+    assert "quarantined rows: 0" in built_pipeline.stdout
     curves = pl.read_parquet(data / "lake/benchmark_curves/store=hotel/curves.parquet")
     contract = {"policy", "tier", "mode", "alpha", "k", "metric", "mean", "ci_low", "ci_high", "n"}
     assert contract <= set(curves.columns)
@@ -56,9 +39,8 @@ def test_main_job_completes_and_prints_the_summary(workspace):
     assert (data / "lake/certification_report/store=hotel/report.md").exists()
 
 
-def test_certification_report_pairs_held_out_episode_seeds_only(workspace):
-    data, _, run = workspace
-    assert run.returncode == 0, run.stderr[-4000:]
+def test_certification_report_pairs_held_out_episode_seeds_only(built_pipeline: BuiltPipeline):
+    data = built_pipeline.data_dir
     for store in ("hotel", "airline"):
         report = json.loads(
             (data / f"lake/certification_report/store={store}/report.json").read_text()
@@ -81,26 +63,25 @@ def test_certification_report_pairs_held_out_episode_seeds_only(workspace):
     ],
 )
 def test_audit_verifies_then_names_a_tampered_artifact_then_passes_once_restored(
-    workspace, artifact: Path, asset: str, partition: str
+    workspace: BuiltPipeline, artifact: Path, asset: str, partition: str
 ):
-    data, env, _ = workspace
-    assert _phantom(env, "audit", "--store", "hotel").returncode == 0
+    data = workspace.data_dir
+    assert workspace.phantom("audit", "--store", "hotel").returncode == 0
     target = data / artifact
     original = target.read_bytes()
     tampered = bytearray(original)
     tampered[len(tampered) // 2] ^= 0xFF  # one byte
     target.write_bytes(bytes(tampered))
     try:
-        failed = _phantom(env, "audit", "--store", "hotel")
+        failed = workspace.phantom("audit", "--store", "hotel")
     finally:
         target.write_bytes(original)
     assert failed.returncode != 0
     assert asset in failed.stderr and partition in failed.stderr and artifact.name in failed.stderr
-    assert _phantom(env, "audit", "--store", "hotel").returncode == 0
+    assert workspace.phantom("audit", "--store", "hotel").returncode == 0
 
 
-def test_audit_replays_a_training_partition_to_the_same_data_version(workspace):
-    _, env, _ = workspace
-    replay = _phantom(env, "audit", "--store", "hotel", "--replay", "trained_policies")
+def test_audit_replays_a_training_partition_to_the_same_data_version(workspace: BuiltPipeline):
+    replay = workspace.phantom("audit", "--store", "hotel", "--replay", "trained_policies")
     assert replay.returncode == 0, replay.stderr[-3000:]
     assert "reproduces data version" in replay.stderr

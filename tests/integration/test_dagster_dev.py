@@ -21,9 +21,14 @@ from dagster_graphql import DagsterGraphQLClient, DagsterGraphQLClientError
 from orchestration.runner import register_batches
 from phantom_assets.config import load_settings
 from phantom_assets.simulate import simulate_to_incoming
-from tests.pipeline_helpers import REPO_ROOT, TINY_SIMULATION, simulation_params
+from tests.pipeline_helpers import (
+    REPO_ROOT,
+    TINY_SIMULATION,
+    simulation_params,
+    skip_or_fail_without,
+)
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("dagster_dev")]
 
 STARTUP_TIMEOUT_S = 120
 RUN_TIMEOUT_S = 180
@@ -126,10 +131,9 @@ def test_dagster_dev_runs_an_ingest_partition_launched_through_graphql(dagster_d
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.mark.skipif(
-    CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)"
-)
 def test_asset_graph_page_renders_the_main_assets_in_headless_chromium(dagster_dev, tmp_path):
+    if CHROMIUM is None:
+        skip_or_fail_without("Debian's chromium is not installed (.ci/run installs it)")
     port, _ = dagster_dev
     dom = subprocess.run(
         [

@@ -1,5 +1,6 @@
-"""Lineage walk over a real instance: separability_report[hotel] back to every raw batch, and
-offline tamper evidence over the files that walk records."""
+"""Lineage walk over a real instance (the session's built pipeline): separability_report[hotel]
+back to every raw batch, and offline tamper evidence over the files that walk records (on a
+copy)."""
 
 from __future__ import annotations
 
@@ -10,18 +11,20 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from orchestration.runner import PipelineReport, run_pipeline
 from phantom_assets.assets.lineage import collect_lineage
+from phantom_assets.assets.partitions import BATCH_PARTITIONS_NAME
 from phantom_assets.audit import (
     ArtifactRecord,
     CertificationReport,
     failed_blocking_checks,
     verify_records,
 )
-from phantom_assets.config import Settings, load_settings
-from phantom_assets.simulate import simulate_to_incoming
-from tests.pipeline_helpers import DEMO_DEFS as defs
-from tests.pipeline_helpers import TINY_SIMULATION, simulation_params
+from phantom_assets.config import Settings
+from tests.built_pipeline import BuiltPipeline
+from tests.pipeline_helpers import demo_definitions
+
+# Module-scoped fixtures: every test of this module runs on one xdist worker.
+pytestmark = pytest.mark.xdist_group("lineage")
 
 WAREHOUSE_TABLES = {"stg_events", "sessions", "session_labels"}
 
@@ -30,23 +33,28 @@ WAREHOUSE_TABLES = {"stg_events", "sessions", "session_labels"}
 class Built:
     settings: Settings
     instance: dg.DagsterInstance
-    report: PipelineReport
+    batches: list[str]
     records: list[ArtifactRecord]
 
 
+def _built(pipeline: BuiltPipeline) -> Iterator[Built]:
+    with pipeline.instance() as instance:
+        records = collect_lineage(instance, demo_definitions().resolve_asset_graph(),
+                                  dg.AssetKey("separability_report"), "hotel")  # fmt: skip
+        batches = sorted(instance.get_dynamic_partitions(BATCH_PARTITIONS_NAME))
+        yield Built(pipeline.settings, instance, batches, records)
+
+
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
-    """The pipeline up to separability_report, run once on tiny simulated data."""
-    base = load_settings("demo", data_dir=tmp_path_factory.mktemp("lineage") / "data")
-    settings = dataclasses.replace(base, simulation=TINY_SIMULATION)
-    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
-    with dg.instance_for_test() as instance:
-        report = run_pipeline(settings, instance, "*separability_report")
-        assert not report.failed, report.failed
-        records = collect_lineage(
-            instance, defs.resolve_asset_graph(), dg.AssetKey("separability_report"), "hotel"
-        )
-        yield Built(settings, instance, report, records)
+def built(built_pipeline: BuiltPipeline) -> Iterator[Built]:
+    """The lineage of the shared build's separability_report[hotel]."""
+    yield from _built(built_pipeline)
+
+
+@pytest.fixture
+def copied(built_pipeline: BuiltPipeline, tmp_path: Path) -> Iterator[Built]:
+    """The same lineage of a private copy (its files may be tampered with)."""
+    yield from _built(built_pipeline.copy_to(tmp_path))
 
 
 def _partitions(records: list[ArtifactRecord], asset: str) -> list[str | None]:
@@ -54,8 +62,8 @@ def _partitions(records: list[ArtifactRecord], asset: str) -> list[str | None]:
 
 
 def test_collect_lineage_reaches_every_raw_events_batch(built: Built):
-    assert _partitions(built.records, "raw_events") == sorted(built.report.registered)
-    assert len(built.report.registered) == 5
+    assert _partitions(built.records, "raw_events") == built.batches
+    assert len(built.batches) == 5
 
 
 def test_collect_lineage_follows_partition_mappings_to_the_store(built: Built):
@@ -77,7 +85,7 @@ def test_collect_lineage_is_deduplicated_and_topologically_ordered(built: Built)
 
 
 def test_collect_lineage_records_versions_runs_and_checks(built: Built):
-    runs = {o.run_id for o in built.report.outcomes}
+    runs = {run.run_id for run in built.instance.get_runs()}
     for record in built.records:
         assert record.data_version, record.label
         assert record.code_version, record.label
@@ -112,7 +120,8 @@ def test_collect_lineage_file_records_verify_and_survive_a_json_round_trip(built
     assert verify_records(CertificationReport.from_json(report.to_json()).records).ok
 
 
-def test_verify_records_names_a_tampered_kernel_and_passes_once_restored(built: Built):
+def test_verify_records_names_a_tampered_kernel_and_passes_once_restored(copied: Built):
+    built = copied
     kernel = (
         built.settings.lake_dir
         / "transition_kernels"
@@ -143,7 +152,10 @@ def test_verify_records_names_a_tampered_kernel_and_passes_once_restored(built: 
 def test_collect_lineage_rejects_an_unknown_asset(built: Built):
     with pytest.raises(ValueError, match="not_an_asset"):
         collect_lineage(
-            built.instance, defs.resolve_asset_graph(), dg.AssetKey("not_an_asset"), None
+            built.instance,
+            demo_definitions().resolve_asset_graph(),
+            dg.AssetKey("not_an_asset"),
+            None,
         )
 
 
@@ -159,4 +171,5 @@ def test_collect_lineage_rejects_a_partition_that_does_not_fit(
     built: Built, asset: str, partition: str | None, message: str
 ):
     with pytest.raises(ValueError, match=message):
-        collect_lineage(built.instance, defs.resolve_asset_graph(), dg.AssetKey(asset), partition)
+        collect_lineage(built.instance, demo_definitions().resolve_asset_graph(),
+                        dg.AssetKey(asset), partition)  # fmt: skip

@@ -33,16 +33,14 @@ from phantom_assets.publish import (
     publish,
     stage_dataset,
 )
-from phantom_assets.simulate import simulate_to_incoming
+from tests.built_pipeline import BuiltPipeline
 from tests.integration.fake_hub import FakeHub
-from tests.pipeline_helpers import simulation_params, tiny_settings
 from tests.unit.publish.builders import canonical_events, contaminated, kernels
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("publish_hub")]
 
 TOKEN = "hf_FakeHubSecretToken0123456789abcdEF"
 REPO = "phantom-lab/storefront-sessions"
-PIPELINE_SELECTION = '+key:"contaminated_datasets" or key:"hf_dataset"'
 
 
 @pytest.fixture
@@ -250,11 +248,13 @@ class Pipeline:
 
 
 @pytest.fixture(scope="module")
-def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
-    """Tiny simulated data through every upstream asset, then `hf_dataset` publishing to a
-    fake Hub with the default (private) settings."""
-    settings = tiny_settings(tmp_path_factory.mktemp("pipeline") / "data")
-    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
+def pipeline(
+    built_pipeline: BuiltPipeline, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Pipeline]:
+    """A copy of the session's built pipeline, then `hf_dataset` publishing to a fake Hub with
+    the default (private) settings."""
+    copy = built_pipeline.copy_to(tmp_path_factory.mktemp("pipeline"))
+    settings = copy.settings
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
         patch.setenv("NO_PROXY", "127.0.0.1,localhost")
@@ -264,10 +264,9 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pipeline]:
                 **build_resources(settings),
                 "hub": HubResource(repo_id=REPO, token=TOKEN, endpoint=hub.url),
             }
-            with dg.instance_for_test() as instance:
-                report = run_pipeline(
-                    settings, instance, resources=resources, selection=PIPELINE_SELECTION
-                )
+            with copy.instance() as instance:
+                report = run_pipeline(settings, instance, resources=resources,
+                                      selection="hf_dataset")  # fmt: skip
                 assert not report.failed, report.failed
                 event = instance.get_latest_materialization_event(dg.AssetKey("hf_dataset"))
                 assert event is not None and event.asset_materialization is not None

@@ -23,9 +23,9 @@ from orchestration.resources import settings_from_env
 from orchestration.scale_out import demo
 from orchestration.scale_out import deployment as deploy
 from phantom_assets.config import load_settings
-from tests.pipeline_helpers import REPO_ROOT
+from tests.pipeline_helpers import REPO_ROOT, skip_or_fail_without
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("scale_out")]
 
 SLICE_KEYS = [demo.slice_partition(p) for p in demo.SLICE_POLICIES]
 
@@ -34,7 +34,7 @@ def _binaries() -> deploy.Binaries:
     try:
         return deploy.find_binaries()
     except deploy.MissingBinaryError as e:  # .ci/run installs both; a laptop may lack them
-        pytest.skip(str(e))
+        skip_or_fail_without(str(e))
 
 
 def _descendants(pid: int) -> set[int]:

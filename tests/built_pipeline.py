@@ -1,0 +1,119 @@
+"""One tiny pipeline, built once per test session by the README's command and shared.
+
+`phantom run` on a fresh data root (the demo simulated into it) with `TINY_CONFIG`: every stage,
+tier and mode runs, on budgets small enough for seconds-long runs. Tests that only read "a
+built lake" (files, metadata, the instance's event log) share it read-only; a test that changes
+anything works on `copy_to(tmp_path)`. Under pytest-xdist the first worker that asks builds it
+under a file lock in the session's shared temp folder; the others wait for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import dagster as dg
+from filelock import FileLock
+
+from phantom_assets.config import Settings, load_settings
+from tests.pipeline_helpers import REPO_ROOT, TINY_CONFIG
+
+PHANTOM = str(Path(sys.executable).parent / "phantom")
+BUILD_TIMEOUT_S = 1800
+_DONE, _STDOUT, _STDERR, _RC = "built.ok", "run.stdout", "run.stderr", "run.returncode"
+
+
+@dataclass(frozen=True)
+class BuiltPipeline:
+    """A data root, DAGSTER_HOME and config file after `phantom run` (see the module docstring).
+
+    Attributes:
+        root: Folder holding `data/`, `dagster_home/`, `phantom.toml` and the run's output.
+    """
+
+    root: Path
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def dagster_home(self) -> Path:
+        return self.root / "dagster_home"
+
+    @property
+    def config_file(self) -> Path:
+        return self.root / "phantom.toml"
+
+    @cached_property
+    def settings(self) -> Settings:
+        return load_settings("demo", data_dir=self.data_dir, config_file=self.config_file)
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment `phantom` commands on this root run with."""
+        return {**os.environ, "PHANTOM_DATA_DIR": str(self.data_dir),
+                "DAGSTER_HOME": str(self.dagster_home),
+                "PHANTOM_CONFIG": str(self.config_file)}  # fmt: skip
+
+    @property
+    def returncode(self) -> int:
+        return int((self.root / _RC).read_text())
+
+    @property
+    def stdout(self) -> str:
+        return (self.root / _STDOUT).read_text()
+
+    @property
+    def stderr(self) -> str:
+        return (self.root / _STDERR).read_text()
+
+    @contextlib.contextmanager
+    def instance(self) -> Iterator[dg.DagsterInstance]:
+        """The run's instance (read it; write only to a copy's)."""
+        with dg.DagsterInstance.from_config(str(self.dagster_home)) as instance:
+            yield instance
+
+    def phantom(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+        """Run `phantom ARGS` on this root."""
+        return subprocess.run([PHANTOM, *args], cwd=REPO_ROOT, env=self.env, capture_output=True,
+                              text=True, timeout=timeout)  # fmt: skip
+
+    def copy_to(self, folder: Path) -> BuiltPipeline:
+        """A private copy to change (lake, warehouse, instance and config; the run's output)."""
+        target = Path(folder) / "built"
+        shutil.copytree(self.root, target)
+        return BuiltPipeline(target)
+
+
+def build(root: Path) -> BuiltPipeline:
+    """Run `phantom run` on a fresh `root` (the demo is simulated into its empty drop zone)."""
+    built = BuiltPipeline(root)
+    root.mkdir(parents=True, exist_ok=True)
+    built.config_file.write_text(TINY_CONFIG)
+    run = built.phantom("run", timeout=BUILD_TIMEOUT_S)
+    (root / _STDOUT).write_text(run.stdout)
+    (root / _STDERR).write_text(run.stderr)
+    (root / _RC).write_text(str(run.returncode))
+    (root / _DONE).touch()
+    return built
+
+
+def shared_build(basetemp: Path) -> BuiltPipeline:
+    """The session's build, made by whichever process asks first (xdist workers share the
+    parent of their own temp folders)."""
+    shared = basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp
+    root = shared / "built_pipeline"
+    with FileLock(str(shared / "built_pipeline.lock")):
+        if not (root / _DONE).exists():
+            if root.exists():
+                shutil.rmtree(root)  # a build interrupted earlier in this session
+            build(root)
+    return BuiltPipeline(root)

@@ -264,6 +264,14 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "verbose", False):
         # Beta/deprecation notices of imported libraries; the workers log theirs to the run log.
         warnings.simplefilter("ignore")
+    if args.command != "bench":  # a bad PHANTOM_CONFIG is one line before anything runs
+        from orchestration.resources import settings_from_env
+
+        try:
+            settings_from_env()
+        except ValueError as error:
+            logger.error("configuration: %s", error)
+            return 2
     return args.func(args)
 
 

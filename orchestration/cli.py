@@ -73,7 +73,8 @@ def _run(
     """`run_pipeline` with the CLI's workers, verbosity and exit codes."""
     import dagster as dg
 
-    from orchestration.planning import MissingUpstreamError
+    from orchestration.failures import failed_lines, skipped_lines
+    from orchestration.planning import MissingUpstreamError, SelectionError
     from orchestration.resources import settings_from_env
     from orchestration.runner import Interrupted, run_pipeline
 
@@ -86,17 +87,18 @@ def _run(
                 settings, instance, selection, echo=logger.info, run_config=run_config,
                 workers=args.workers, verbose=args.verbose, check_upstream=check_upstream,
             )  # fmt: skip
-        except MissingUpstreamError as error:
+        except (MissingUpstreamError, SelectionError) as error:
             logger.error("%s", error)
             return 2, settings
         except Interrupted as signal_received:
             logger.error("interrupted by %s: runs in flight marked canceled", signal_received)
             return 128 + signal_received.signum, settings
-    if report.log_path:
-        logger.info("tool output and warnings: %s (--verbose shows them here)", report.log_path)
-    for outcome in report.failed + report.skipped:
-        logger.error("%s: %s [%s] (run %s)", outcome.status.value.upper(), outcome.stage,
-                     outcome.partition, outcome.run_id)  # fmt: skip
+        if report.log_path:
+            logger.info("tool output and warnings: %s (--verbose shows them here)", report.log_path)
+        for outcome in report.failed:
+            logger.error("%s", "\n".join(failed_lines(instance, outcome)))
+        for line in skipped_lines(report.skipped):
+            logger.error("%s", line)
     return (1 if report.failed or report.skipped else 0), settings
 
 

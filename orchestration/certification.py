@@ -25,10 +25,22 @@ _NOT_COPIED = ("reports", "publish", "models")
 
 
 def load_report(settings: Settings, store: str) -> CertificationReport:
+    """The store's report in `settings.data_dir`, its artifacts relative to the data root.
+
+    Reports written before paths were stored relative hold absolute paths below the root they
+    were written in (`config.data_dir`); they are rebased onto it, so they verify in a copy too.
+
+    Raises:
+        FileNotFoundError: there is no report in this data root (the message says how to make one).
+    """
     path = settings.lake.certification_report(store)
     if not path.exists():
-        raise FileNotFoundError(f"no certification report at {path}: materialize it first")
-    return CertificationReport.from_json(path.read_text())
+        raise FileNotFoundError(
+            f"no certification report at {path}: run `phantom run` (or materialize "
+            f"certification_report[{store}]) in this data root first"
+        )
+    report = CertificationReport.from_json(path.read_text())
+    return report.relative_to(report.data_root)
 
 
 @dataclass(frozen=True)
@@ -60,8 +72,18 @@ def replay_step(
     asset: str,
     partition: str | None = None,
 ) -> Replay:
-    """Re-materialize `asset[partition]` (default: its first recorded one) in a scratch copy."""
+    """Re-materialize `asset[partition]` (default: its first recorded one) in a scratch copy of
+    `settings.data_dir` (the data root being audited, wherever it was written).
+
+    Raises:
+        ValueError: no stored artifact of `asset [partition]` is recorded, or one lies outside
+            the data root the report was written in (it cannot be found in a copy).
+    """
     record = _pick(report, asset, partition)
+    outside = [p for p in record.artifacts if Path(p).is_absolute()]
+    if outside:
+        raise ValueError(f"{record.label}: {outside[0]} lies outside the data root the report "
+                         "was written in; replay needs artifacts inside it")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="phantom-replay-") as scratch:
         root = Path(scratch) / "data"
         shutil.copytree(settings.data_dir, root, ignore=shutil.ignore_patterns(*_NOT_COPIED))
@@ -78,6 +100,6 @@ def replay_step(
                 resources=defs.resources,
                 raise_on_error=False,
             )
-        written = [root / Path(p).relative_to(settings.data_dir) for p in record.artifacts]
+        written = [root / p for p in record.artifacts]  # relative to the data root
         version = combined_digest(written) if all(p.exists() for p in written) else "missing"
     return Replay(record, version, result.success)

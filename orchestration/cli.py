@@ -73,7 +73,8 @@ def _run(
     """`run_pipeline` with the CLI's workers, verbosity and exit codes."""
     import dagster as dg
 
-    from orchestration.planning import MissingUpstreamError
+    from orchestration.failures import failed_lines, skipped_lines
+    from orchestration.planning import MissingUpstreamError, SelectionError
     from orchestration.resources import settings_from_env
     from orchestration.runner import Interrupted, run_pipeline
 
@@ -86,17 +87,18 @@ def _run(
                 settings, instance, selection, echo=logger.info, run_config=run_config,
                 workers=args.workers, verbose=args.verbose, check_upstream=check_upstream,
             )  # fmt: skip
-        except MissingUpstreamError as error:
+        except (MissingUpstreamError, SelectionError) as error:
             logger.error("%s", error)
             return 2, settings
         except Interrupted as signal_received:
             logger.error("interrupted by %s: runs in flight marked canceled", signal_received)
             return 128 + signal_received.signum, settings
-    if report.log_path:
-        logger.info("tool output and warnings: %s (--verbose shows them here)", report.log_path)
-    for outcome in report.failed + report.skipped:
-        logger.error("%s: %s [%s] (run %s)", outcome.status.value.upper(), outcome.stage,
-                     outcome.partition, outcome.run_id)  # fmt: skip
+        if report.log_path:
+            logger.info("tool output and warnings: %s (--verbose shows them here)", report.log_path)
+        for outcome in report.failed:
+            logger.error("%s", "\n".join(failed_lines(instance, outcome)))
+        for line in skipped_lines(report.skipped):
+            logger.error("%s", line)
     return (1 if report.failed or report.skipped else 0), settings
 
 
@@ -132,21 +134,37 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from orchestration.certification import load_report, replay_step
     from orchestration.resources import settings_from_env
     from phantom_assets.audit import verify_records
 
     settings = settings_from_env()
-    report = load_report(settings, args.store)
+    if args.data_dir:
+        settings = dataclasses.replace(settings, data_dir=Path(args.data_dir).resolve())
+    logger.info("auditing the data root %s", settings.data_dir)
+    try:
+        report = load_report(settings, args.store)
+    except (FileNotFoundError, ValueError) as error:
+        logger.error("%s", error)
+        return 2
     verdict = "CERTIFIED" if report.certified else "NOT CERTIFIED"
     logger.info("%s: policy %s %s", args.store, report.policy, verdict)
-    result = verify_records(report.records)
+    result = verify_records(report.records, root=settings.data_dir)
     if not result.ok:
-        logger.error("tampered or missing artifact: %s", result.first_mismatch)
+        first = result.mismatches[0]
+        where = ", ".join(str(settings.data_dir / f) for f in first.file.split(", "))
+        logger.error("tampered or missing artifact: %s (%s)", first.message, where)
         return 1
-    logger.info("verified %d files of %d records", result.n_files, result.n_records)
+    logger.info("verified %d files of %d records in %s", result.n_files, result.n_records,
+                settings.data_dir)  # fmt: skip
     if args.replay:
-        replay = replay_step(settings, report, args.replay, args.partition)
+        try:
+            replay = replay_step(settings, report, args.replay, args.partition)
+        except ValueError as error:
+            logger.error("%s", error)
+            return 2
         label = f"{replay.record.asset} [{replay.record.partition}]"
         if not replay.reproduces:
             logger.error(
@@ -234,6 +252,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--replay", metavar="ASSET", help="also re-run one recorded step, e.g. trained_policies"
     )
     audit.add_argument("--partition", help="which recorded partition to replay (default: first)")
+    audit.add_argument(
+        "--data-dir", help="the data root to verify (default: $PHANTOM_DATA_DIR, else ./data)"
+    )
     audit.set_defaults(func=cmd_audit)
 
     bench = sub.add_parser(
@@ -264,6 +285,14 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "verbose", False):
         # Beta/deprecation notices of imported libraries; the workers log theirs to the run log.
         warnings.simplefilter("ignore")
+    if args.command != "bench":  # a bad PHANTOM_CONFIG is one line before anything runs
+        from orchestration.resources import settings_from_env
+
+        try:
+            settings_from_env()
+        except ValueError as error:
+            logger.error("configuration: %s", error)
+            return 2
     return args.func(args)
 
 

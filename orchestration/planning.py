@@ -10,6 +10,8 @@ store (or all of them when either side spans the stores).
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,13 +55,53 @@ class MissingUpstreamError(RuntimeError):
     """The selection reads assets that were never materialized and are not selected."""
 
 
+class SelectionError(ValueError):
+    """A `--select` string that names no asset or does not parse (one line, with a suggestion)."""
+
+
+# Words of Dagster's selection syntax that are not asset names.
+_SELECTION_WORDS = frozenset(
+    {"key", "group", "tag", "kind", "owner", "code_location", "status", "column", "table_name",
+     "changed_in_branch", "and", "or", "not", "sinks", "roots"}
+)  # fmt: skip
+
+
+def selection_error(selection: str, graph, error: Exception | None = None) -> SelectionError:
+    """One line for a bad selection: its unknown names with the closest asset or group names."""
+    keys = graph.get_all_asset_keys()
+    names = {k.to_user_string() for k in keys} | {graph.get(k).group_name for k in keys}
+    words = dict.fromkeys(re.findall(r"[A-Za-z_][\w/]*", selection))
+    hints = [
+        f"{w!r} (did you mean {' or '.join(repr(m) for m in matches)}?)"
+        if (matches := difflib.get_close_matches(w, sorted(names), n=2))
+        else repr(w)
+        for w in words
+        if w not in names | _SELECTION_WORDS
+    ]
+    if hints:
+        what = f"no asset or group named {', '.join(hints)}"
+    elif error is not None:  # a syntax error: Dagster's first line says where
+        what = (
+            f"{str(error).splitlines()[0]} (syntax: `*x` = x and its upstream, `x+` = x and its "
+            "children, `group:ingest`, `a,b`)"
+        )
+    else:
+        what = "selects no asset"
+    return SelectionError(f"--select {selection!r}: {what}")
+
+
 def _selected_keys(defs: dg.Definitions, selection: str | None) -> set[dg.AssetKey]:
     graph = defs.resolve_asset_graph()
     if selection:
-        # Multi-assets that cannot be subset (raw_events + its quarantine) come along whole.
-        return (
-            dg.AssetSelection.from_string(selection).required_multi_asset_neighbors().resolve(graph)
-        )
+        try:
+            # Multi-assets that cannot be subset (raw_events + its quarantine) come along whole.
+            chosen = dg.AssetSelection.from_string(selection).required_multi_asset_neighbors()
+            keys = chosen.resolve(graph)
+        except dg.DagsterError as error:  # unknown key (DagsterInvalidSubsetError) or bad syntax
+            raise selection_error(selection, graph, error) from error
+        if not keys:  # an unknown group or kind resolves to nothing
+            raise selection_error(selection, graph)
+        return keys
     return {
         k for k in graph.materializable_asset_keys if graph.get(k).group_name not in MANUAL_GROUPS
     }

@@ -1,7 +1,9 @@
 """Terminal progress of `phantom run`: one line per stage (done / failed / skipped, ETA).
 
 On a terminal the line of the stage in flight is redrawn in place; elsewhere (CI, pipes) a line is
-printed when a stage finishes, so logs stay short.
+printed when a stage finishes, so logs stay short. Stages of different stores overlap (one
+store's stage 5 can finish while the other store is still in stage 4), so a finished stage's line
+waits until every earlier stage has printed its own: the lines always read `[1/n]` ... `[n/n]`.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ class Progress:
     echo: Callable[[str], None]
     live: bool = field(default_factory=lambda: sys.stderr.isatty())
     _durations: list[float] = field(default_factory=list)
+    _finished_lines: dict[int, str] = field(default_factory=dict)
+    _printed: int = 0  # stages [0, _printed) have printed their line
 
     @classmethod
     def of(cls, labels: Sequence[str], totals: Sequence[int], workers: int, echo):
@@ -53,11 +57,25 @@ class Progress:
             self._durations.append(seconds)
         if count.resolved == count.total and not count.reported:
             count.reported = True
-            self._clear()
-            self.echo(self.line(stage))
+            self._finished_lines[stage] = self.line(stage)
+            self._print_finished_in_order()
         elif self.live:
             sys.stderr.write("\r" + self.line(stage)[:150].ljust(150))
             sys.stderr.flush()
+
+    def _print_finished_in_order(self) -> None:
+        """Echo the lines of finished stages, in stage order, up to the first unfinished one."""
+        while self._printed < len(self.stages):
+            index, count = self._printed, self.stages[self._printed]
+            if count.total == 0:  # nothing to run (e.g. no batch registered yet)
+                line = f"[{index + 1}/{len(self.stages)}] {count.label}: nothing to run"
+            elif index in self._finished_lines:
+                line = self._finished_lines.pop(index)
+            else:
+                return
+            self._clear()
+            self.echo(line)
+            self._printed += 1
 
     def eta_seconds(self) -> float | None:
         """Remaining runs × mean run time / workers (None until one run finished)."""

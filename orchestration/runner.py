@@ -77,6 +77,7 @@ class RunOutcome:
     status: Status
     seconds: float
     run_id: str | None
+    reason: str | None = None  # why a skipped run did not run (the upstream run that failed)
 
     @property
     def success(self) -> bool:
@@ -147,15 +148,22 @@ class _Scheduler:
     running: dict[int, Task] = field(default_factory=dict)
     _waiting_note: set[str] = field(default_factory=set)
 
-    def _resolve(self, task_id: int, status: Status, seconds: float, run_id: str | None) -> None:
+    def _resolve(
+        self,
+        task_id: int,
+        status: Status,
+        seconds: float,
+        run_id: str | None,
+        reason: str | None = None,
+    ) -> None:
         task = self.tasks[task_id]
         self.status[task_id] = status
         self.outcomes[task_id] = RunOutcome(
-            self.stages[task.stage].label, task.partition, status, seconds, run_id
+            self.stages[task.stage].label, task.partition, status, seconds, run_id, reason
         )
-        self.progress.finished(task.stage, status.value, seconds)
-        if status is Status.FAILED:
+        if status is Status.FAILED:  # before the stage's line, which this may complete
             self.echo(f"FAILED {self.stages[task.stage].label} [{task.partition}] (run {run_id})")
+        self.progress.finished(task.stage, status.value, seconds)
 
     def _skip_downstream_of_failures(self) -> None:
         changed = True
@@ -164,9 +172,19 @@ class _Scheduler:
             for i in range(len(self.tasks)):
                 if i in self.status or i in self.running:
                     continue
-                if any(self._blocked_by(w) for w in self.waits[i]):
-                    self._resolve(i, Status.SKIPPED, 0.0, None)
+                blockers = sorted(w for w in self.waits[i] if self._blocked_by(w))
+                if blockers:
+                    self._resolve(i, Status.SKIPPED, 0.0, None, self._skip_reason(blockers))
                     changed = True
+
+    def _skip_reason(self, blockers: list[int]) -> str:
+        """`upstream <stage> [<partition>] failed`, naming the failed run a skip traces back to."""
+        failed = [w for w in blockers if self.status[w] is Status.FAILED]
+        if not failed:  # skipped because of a skip: the same root cause
+            return self.outcomes[blockers[0]].reason or "an upstream run was skipped"
+        first = self.outcomes[failed[0]]
+        more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+        return f"upstream {first.stage} [{first.partition}] failed{more}"
 
     def _blocked_by(self, task_id: int) -> bool:
         failed = self.status.get(task_id) in (Status.FAILED, Status.SKIPPED)

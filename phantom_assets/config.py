@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import json
 import tomllib
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -251,9 +252,41 @@ _STUDY_OVERRIDES: dict[str, dict[str, Any]] = {
 }
 
 
+# What a value of each annotated field type must be, as the error message names it.
+_EXPECTED = {bool: "true or false", int: "an integer", float: "a number", str: "a string",
+             Path: "a path (a string)"}  # fmt: skip
+_ACCEPTED: dict[Any, Any] = {bool: bool, int: int, float: int | float, str: str, Path: str | Path}
+
+
+def _type_problem(annotation: Any, value: Any) -> str | None:
+    """What is wrong with `value` for a field annotated `annotation` (None: it fits).
+
+    Scalars are bool, int, float (an int is a number too), str and Path; `tuple[T, ...]` is given
+    as a TOML array of T. `true` is not a number. Sections are checked field by field by the caller.
+    """
+    if typing.get_origin(annotation) is tuple:
+        if not isinstance(value, list | tuple):
+            return f"expected a list, got {value!r}"
+        item = typing.get_args(annotation)[0]
+        problems = ((i, _type_problem(item, element)) for i, element in enumerate(value))
+        return next((f"item {i}: {problem}" for i, problem in problems if problem), None)
+    if annotation not in _ACCEPTED:
+        return None
+    is_bool = isinstance(value, bool)
+    fits = (
+        is_bool if annotation is bool else isinstance(value, _ACCEPTED[annotation]) and not is_bool
+    )
+    return None if fits else f"expected {_EXPECTED[annotation]}, got {value!r}"
+
+
 def _apply(settings: Settings, overrides: dict[str, Any]) -> Settings:
-    """Return `settings` with nested `{section: {field: value}}` overrides applied and checked."""
+    """Return `settings` with nested `{section: {field: value}}` overrides applied and checked.
+
+    Each value is checked against its field's annotation, so `kappa = "half"` fails here
+    (`[fingerprint] kappa: expected a number, got 'half'`) instead of deep inside a run.
+    """
     changes: dict[str, Any] = {}
+    hints = typing.get_type_hints(Settings)
     for key, value in overrides.items():
         if not hasattr(settings, key):
             raise ValueError(f"unknown configuration key {key!r}")
@@ -265,9 +298,15 @@ def _apply(settings: Settings, overrides: dict[str, Any]) -> Settings:
             unknown = set(value) - fields
             if unknown:
                 raise ValueError(f"unknown keys in [{key}]: {sorted(unknown)}")
+            section_hints = typing.get_type_hints(type(current))
+            for name, item in value.items():
+                if (problem := _type_problem(section_hints[name], item)) is not None:
+                    raise ValueError(f"[{key}] {name}: {problem}")
             coerced = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
             changes[key] = dataclasses.replace(current, **coerced)
         else:
+            if (problem := _type_problem(hints[key], value)) is not None:
+                raise ValueError(f"{key}: {problem}")
             changes[key] = Path(value) if key == "data_dir" else value
     return dataclasses.replace(settings, **changes)
 
@@ -280,7 +319,8 @@ def load_settings(
     """Build the settings: profile defaults, then the optional TOML file, then `data_dir`.
 
     Raises:
-        ValueError: for an unknown profile, a missing config file or an unknown key in it.
+        ValueError: for an unknown profile, a missing or unparsable config file, an unknown key
+            in it or a value of the wrong type (the message names the file, section and key).
     """
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of {PROFILES}")
@@ -291,9 +331,12 @@ def load_settings(
         path = Path(config_file)
         if not path.is_file():
             raise ValueError(f"config file {path} does not exist")
-        with path.open("rb") as handle:
-            file_overrides = tomllib.load(handle)
-        settings = _apply(settings, file_overrides.get(profile, file_overrides))
+        try:
+            with path.open("rb") as handle:
+                file_overrides = tomllib.load(handle)
+            settings = _apply(settings, file_overrides.get(profile, file_overrides))
+        except (ValueError, TypeError) as error:  # TOMLDecodeError is a ValueError
+            raise ValueError(f"config file {path}: {error}") from error
     if data_dir is not None:
         settings = dataclasses.replace(settings, data_dir=Path(data_dir))
     return settings

@@ -70,7 +70,10 @@ def certification_report(
                               rng=np.random.default_rng(GATE_SEED),
                               max_human_harm=settings.evaluation.max_human_harm,
                               n_candidates=settings.evaluation.gate_candidates)  # fmt: skip
-    records = _records(lineage, (decision.candidate, static))
+    # Artifact paths relative to the data root: the report stays valid in a copied root.
+    records = [
+        r.relative_to(settings.data_dir) for r in _records(lineage, (decision.candidate, static))
+    ]
     report = CertificationReport(
         store=store, policy=decision.candidate, certified=decision.certified,
         reasons=decision.reasons, records=tuple(records), gate=decision.to_dict(),

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 REPORT_FORMAT_VERSION = 2
@@ -55,6 +56,24 @@ class ArtifactRecord:
     def label(self) -> str:
         """`asset [partition]` (or just `asset` when unpartitioned), for messages and tables."""
         return self.asset if self.partition is None else f"{self.asset} [{self.partition}]"
+
+    def relative_to(self, root: Path | str) -> ArtifactRecord:
+        """This record with the artifact paths below `root` made relative to it (others kept).
+
+        Reports store artifacts relative to the data root, so a copied or moved data root is
+        verified against its own files; older reports (absolute paths) are rebased the same way.
+        """
+        base = Path(root)
+
+        def rebase(artifact: str) -> str:
+            path = Path(artifact)
+            return path.relative_to(base).as_posix() if path.is_relative_to(base) else artifact
+
+        return replace(
+            self,
+            artifacts=tuple(rebase(a) for a in self.artifacts),
+            file_digests={rebase(a): d for a, d in self.file_digests.items()},
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict (artifacts as a list)."""
@@ -111,6 +130,18 @@ class CertificationReport:
     config: dict[str, Any] = field(default_factory=dict)
     seeds: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def data_root(self) -> Path | None:
+        """The data root the report was written in (`config.data_dir`), if recorded."""
+        root = self.config.get("data_dir")
+        return Path(root) if root else None
+
+    def relative_to(self, root: Path | str | None) -> CertificationReport:
+        """The report with every record's artifacts below `root` relative to it (None: as is)."""
+        if root is None:
+            return self
+        return replace(self, records=tuple(r.relative_to(root) for r in self.records))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict with a format version."""

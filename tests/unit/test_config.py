@@ -64,3 +64,43 @@ def test_evaluation_config_keeps_selection_and_held_out_test_seeds_disjoint():
 def test_study_profile_holds_out_as_many_test_seeds_as_selection_seeds():
     study = load_settings("study").evaluation
     assert study.episodes == study.test_episodes == 30
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ('[fingerprint]\nkappa = "half"\n', "[fingerprint] kappa: expected a number, got 'half'"),
+        ("[fingerprint]\nkappa = true\n", "[fingerprint] kappa: expected a number, got True"),
+        ("[fingerprint]\nfolds = 2.5\n", "[fingerprint] folds: expected an integer, got 2.5"),
+        ("[fingerprint]\ncalibration = 1\n", "[fingerprint] calibration: expected a string, got 1"),
+        ("[market]\nbase_levels = 1.0\n", "[market] base_levels: expected a list, got 1.0"),
+        ('[market]\nbase_levels = [1.0, "x"]\n', "base_levels: item 1: expected a number, got 'x'"),
+        ("[agents]\nk_grid = [2, 8.5]\n", "item 1: expected an integer, got 8.5"),
+        ("[training]\ntiers = [1]\n", "[training] tiers: item 0: expected a string, got 1"),
+        ("accept_legacy_store = 1\n", "accept_legacy_store: expected true or false, got 1"),
+    ],
+)
+def test_load_settings_names_the_file_section_key_and_expected_type_of_a_bad_value(
+    tmp_path: Path, toml: str, message: str
+):
+    config = tmp_path / "phantom.toml"
+    config.write_text(toml)
+    with pytest.raises(ValueError) as raised:
+        load_settings(config_file=config)
+    assert str(config) in str(raised.value)
+    assert message in str(raised.value)
+
+
+def test_load_settings_accepts_an_integer_where_a_number_is_expected(tmp_path: Path):
+    config = tmp_path / "phantom.toml"
+    config.write_text("[fingerprint]\nkappa = 1\n[market]\nbase_levels = [1, 2]\n")
+    settings = load_settings(config_file=config)
+    assert settings.fingerprint.kappa == 1
+    assert settings.market.base_levels == (1, 2)
+
+
+def test_load_settings_names_the_file_of_unparsable_toml(tmp_path: Path):
+    config = tmp_path / "phantom.toml"
+    config.write_text("[fingerprint\n")
+    with pytest.raises(ValueError, match=r"phantom\.toml"):
+        load_settings(config_file=config)

@@ -76,3 +76,20 @@ def test_failed_blocking_checks_lists_only_failed_blocking_checks_and_holes():
         "transition_kernels [agent|hotel]: rows_sum_to_one",
         "divergence_scores [hotel]: never materialized",
     ]
+
+
+def test_artifact_record_relative_to_rebases_paths_below_the_root_only():
+    record = ArtifactRecord(
+        "kernels", "hotel", "v", None, None, None,
+        artifacts=("/data/lake/k.parquet", "/elsewhere/x.json", "lake/already.json"),
+        file_digests={"/data/lake/k.parquet": "d1", "/elsewhere/x.json": "d2"},
+    )  # fmt: skip
+    rebased = record.relative_to("/data")
+    assert rebased.artifacts == ("lake/k.parquet", "/elsewhere/x.json", "lake/already.json")
+    assert rebased.file_digests == {"lake/k.parquet": "d1", "/elsewhere/x.json": "d2"}
+
+
+def test_certification_report_relative_to_its_recorded_root_is_portable(report):
+    moved = CertificationReport(**{**report.__dict__, "config": {"data_dir": "/old/data"}})
+    assert moved.data_root is not None and str(moved.data_root) == "/old/data"
+    assert moved.relative_to(None) is moved

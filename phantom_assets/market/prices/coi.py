@@ -2,15 +2,17 @@
 
 `premium` of a class = the quote-weighted mean of price/anchor − 1 over the class's usable view
 quotes (each quote shown once: cart and checkout logs repeat the view's locked price), i.e. the
-ratio Σ_q (p_q/anchor_q − 1) / n. Its CI is clustered by experiment (the CR1 linearisation of
-the ratio over the class's experiments, t with G − 1 df): an agent's sessions share its habits,
-so its quotes are not independent, and agents run several sessions per experiment, humans 1-2.
+mean Σ_q (p_q/anchor_q − 1) / n. Its CI is clustered by experiment: an agent's sessions share its
+habits, so its quotes are not independent, and agents run several sessions per experiment, humans
+1-2. CR3 (cluster-jackknife) variance with Bell-McCaffrey df (`clustered.cluster_mean`): with
+unequal experiment sizes (a few heavy browsers dominate the quote-weighted mean) CR1 with t(G − 1)
+covered 0.90 at 20 experiments; CR3 + BM holds (`calibration.prices`).
 
 Human − agent difference: the classes' experiments are disjoint, so the two clustered variances
-add; the test is a Welch t with Satterthwaite degrees of freedom built from the cluster counts,
-df = (v_H + v_A)² / (v_H²/(G_H − 1) + v_A²/(G_A − 1)) (`DIFFERENCE_METHOD`). A permutation of
-class labels between whole experiments is not used: with unequal cluster sizes by class the
-experiments are not exchangeable under the null, and such a test does not hold its level.
+add; the test is a Welch t with Satterthwaite degrees of freedom from the classes' BM df,
+df = (v_H + v_A)² / (v_H²/df_H + v_A²/df_A) (`DIFFERENCE_METHOD`). A permutation of class labels
+between whole experiments is not used: with unequal cluster sizes by class the experiments are not
+exchangeable under the null, and such a test need not hold its level.
 
 The anchors are taken as known (their sampling error is small next to the between-experiment
 spread of premiums, and mostly cancels in the difference); the calibration study measures the
@@ -28,7 +30,7 @@ import polars as pl
 from scipy import stats
 
 from phantom_assets.constants import ACTORS
-from phantom_assets.market.prices.curve import cluster_ratio, cluster_t_interval
+from phantom_assets.market.prices.clustered import cluster_mean, t_interval
 from phantom_assets.market.prices.features import view_quotes
 
 __all__ = [
@@ -49,7 +51,7 @@ COI_SCHEMA: dict[str, Any] = {
     "n_experiments": pl.Int64,
 }
 """Columns of `observed_coi.parquet` (DESIGN §12)."""
-DIFFERENCE_METHOD = "welch_cluster_t: experiment-clustered CR1 per class, Satterthwaite df"
+DIFFERENCE_METHOD = "welch_cluster_t: CR3 by experiment per class, Satterthwaite df of BM dfs"
 
 
 def relative_quotes(quotes: pl.DataFrame, anchors: pl.DataFrame) -> pl.DataFrame:
@@ -86,12 +88,12 @@ def relative_quotes(quotes: pl.DataFrame, anchors: pl.DataFrame) -> pl.DataFrame
     )
 
 
-def _class_premium(rel: pl.DataFrame, actor: str) -> tuple[float, float, int, int]:
-    """(premium, clustered SE, n quotes, n experiments) of one class."""
+def _class_premium(rel: pl.DataFrame, actor: str) -> tuple[float, float, float, int, int]:
+    """(premium, CR3 SE, BM df, n quotes, n experiments) of one class."""
     part = rel.filter(pl.col("actor") == actor)
     excess = part["ratio"].to_numpy() - 1.0
-    premium, se, g = cluster_ratio(excess, np.ones(excess.size), part["experiment_id"].to_numpy())
-    return premium, se, part.height, g
+    premium, se, df, g = cluster_mean(excess, part["experiment_id"].to_numpy())
+    return premium, se, df, part.height, g
 
 
 def observed_coi(quotes: pl.DataFrame, anchors: pl.DataFrame, level: float = 0.95) -> pl.DataFrame:
@@ -104,8 +106,8 @@ def observed_coi(quotes: pl.DataFrame, anchors: pl.DataFrame, level: float = 0.9
     rel = relative_quotes(quotes, anchors)
     rows = []
     for actor in ACTORS:  # human, agent
-        premium, se, n, g = _class_premium(rel, actor)
-        lo, hi = cluster_t_interval(premium, se, g, level)
+        premium, se, df, n, g = _class_premium(rel, actor)
+        lo, hi = t_interval(premium, se, df, level)
         rows.append((actor, premium, float(lo), float(hi), n, g))
     return pl.DataFrame(rows, schema=COI_SCHEMA, orient="row")
 
@@ -119,7 +121,7 @@ class CoiDifference:
         ci_low: Lower CI bound.
         ci_high: Upper CI bound.
         statistic: Welch t statistic.
-        df: Satterthwaite degrees of freedom.
+        df: Satterthwaite degrees of freedom (from the classes' Bell-McCaffrey df).
         p_value: Two-sided p-value of "equal premiums".
         n_experiments_human: Human clusters.
         n_experiments_agent: Agent clusters.
@@ -145,18 +147,18 @@ class CoiDifference:
 
 
 def welch_difference(
-    estimates: tuple[float, float], ses: tuple[float, float], clusters: tuple[int, int],
+    estimates: tuple[float, float], ses: tuple[float, float], dfs: tuple[float, float],
     level: float,
 ) -> tuple[float, float, float, float, float, float]:  # fmt: skip
-    """(difference, ci_low, ci_high, t, df, p) of estimates[0] − estimates[1] (Welch, Satterthwaite
-    df from the cluster counts); NaN where either class has fewer than 2 clusters."""
+    """(difference, ci_low, ci_high, t, df, p) of estimates[0] − estimates[1]: Welch t with the
+    Satterthwaite combination of the two dfs; NaN where either SE or df is undefined."""
     v = np.square(ses)
-    g = np.asarray(clusters, dtype=np.float64)
+    d = np.asarray(dfs, dtype=np.float64)
     diff = estimates[0] - estimates[1]
-    if np.any(g < 2) or not np.all(np.isfinite(v)) or v.sum() <= 0:
+    if not (np.all(np.isfinite(v)) and np.all(np.isfinite(d)) and np.all(d > 0) and v.sum() > 0):
         return diff, math.nan, math.nan, math.nan, math.nan, math.nan
     se = math.sqrt(v.sum())
-    df = float(v.sum() ** 2 / np.sum(v**2 / (g - 1.0)))
+    df = float(v.sum() ** 2 / np.sum(v**2 / d))
     t = diff / se
     half = float(stats.t.ppf(0.5 + level / 2.0, df)) * se
     return diff, diff - half, diff + half, t, df, float(2.0 * stats.t.sf(abs(t), df))
@@ -167,6 +169,6 @@ def coi_difference(
 ) -> CoiDifference:
     """Human − agent difference of the observed premiums with the Welch cluster t test."""
     rel = relative_quotes(quotes, anchors)
-    (ph, sh, _, gh), (pa, sa, _, ga) = (_class_premium(rel, actor) for actor in ACTORS)
-    diff, lo, hi, t, df, p = welch_difference((ph, pa), (sh, sa), (gh, ga), level)
+    (ph, sh, dh, _, gh), (pa, sa, da, _, ga) = (_class_premium(rel, actor) for actor in ACTORS)
+    diff, lo, hi, t, df, p = welch_difference((ph, pa), (sh, sa), (dh, da), level)
     return CoiDifference(diff, lo, hi, t, df, p, gh, ga, level)

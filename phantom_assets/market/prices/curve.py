@@ -7,9 +7,8 @@ Model of a view quote q of product i with engagement s before the view:
 fitted by nonlinear least squares with the product intercepts a_i profiled out (variable
 projection: for given (m, log s0) each a_i is its product's mean of log p − log(1 + m·g)), from
 a coarse grid over s0 (m solved linearly per grid point) refined by `scipy.optimize.least_squares`.
-The covariance of (a, m, log s0) is the CR1 sandwich clustered by experiment,
-`G/(G−1)·(N−1)/(N−K) · B⁻¹ (Σ_g U_g U_gᵀ) B⁻¹` with `B = JᵀJ` and `U_g` the cluster score sums;
-intervals use t with G − 1 degrees of freedom (`cluster_t_interval`).
+The covariance of (a, m[, log s0]) is the CR3 sandwich clustered by experiment on the Jacobian
+at the optimum, with Bell-McCaffrey degrees of freedom per parameter (`clustered.cluster_vcov`).
 """
 
 from __future__ import annotations
@@ -17,17 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
-from scipy import optimize, stats
+from scipy import optimize
 
-__all__ = [
-    "CurveFit",
-    "cluster_means",
-    "cluster_ratio",
-    "cluster_t_interval",
-    "fit_curve",
-    "markup_curve",
-]
+from phantom_assets.market.prices.clustered import cluster_vcov
+
+__all__ = ["CurveFit", "fit_curve", "markup_curve"]
 
 M_BOUNDS = (-0.95, 50.0)  # 1 + m·g must stay positive; m > 50 is not a markup
 S0_SPAN = 1e3  # log s0 is searched within [max(s)/S0_SPAN, max(s)·S0_SPAN]
@@ -44,20 +37,24 @@ class CurveFit:
         markup: m.
         log_s0: log s0 (fixed, not fitted, when `s0_fixed`).
         residuals: (N,) log-price residuals.
-        vcov: CR1 covariance of (a_1..a_P, m[, log s0]) -- log s0 only when fitted.
+        adjusted: (N,) CR2-adjusted residuals (`clustered.cluster_vcov`; = residuals when the
+            covariance is skipped).
+        vcov: CR3 covariance of (a_1..a_P, m[, log s0]) -- log s0 only when fitted (empty when
+            not computed).
+        df: Bell-McCaffrey degrees of freedom of the same parameters.
         s0_fixed: Whether s0 was held at a given value.
         at_bound: Whether the optimum sits on a bound of m or log s0 (not identified).
-        n_clusters: Clusters (experiments) in the data.
     """
 
     log_anchor: np.ndarray
     markup: float
     log_s0: float
     residuals: np.ndarray
+    adjusted: np.ndarray
     vcov: np.ndarray
+    df: np.ndarray
     s0_fixed: bool
     at_bound: bool
-    n_clusters: int
 
 
 def markup_curve(s: np.ndarray, m: float, log_s0: float) -> tuple[np.ndarray, np.ndarray]:
@@ -96,8 +93,9 @@ def fit_curve(
     product: np.ndarray,
     cluster: np.ndarray,
     log_s0: float | None = None,
+    covariance: bool = True,
 ) -> CurveFit:
-    """Fit the model by profiled NLS; CR1 covariance clustered by `cluster`.
+    """Fit the model by profiled NLS; CR3 covariance clustered by `cluster`.
 
     Args:
         y: (N,) log prices.
@@ -105,6 +103,7 @@ def fit_curve(
         product: (N,) product index in [0, P); every product present.
         cluster: (N,) cluster (experiment) index in [0, G); every cluster present.
         log_s0: hold log s0 at this value and fit m only (None: fit both).
+        covariance: compute the CR3 covariance and df (cross-validation skips them).
     """
     counts = np.bincount(product).astype(np.float64)
     yw = _within(y, product, counts)
@@ -130,90 +129,14 @@ def fit_curve(
     curve, deriv = markup_curve(s, m, ls0)
     a = np.bincount(product, y - curve, counts.size) / counts
     residuals = y - a[product] - curve
-    n_clusters = int(cluster.max()) + 1
-    vcov = _cr1(product, deriv[:, :k], residuals, cluster, counts, n_clusters)
+    vcov, df, adjusted = np.zeros((0, 0)), np.zeros(0), residuals
+    if covariance:
+        dummies = np.zeros((y.size, counts.size))
+        dummies[np.arange(y.size), product] = 1.0
+        jac_full = np.column_stack([dummies, deriv[:, :k]])
+        vcov, df, adjusted = cluster_vcov(jac_full, residuals, cluster)
     at_bound = bool(
         np.any(np.abs(result.x - np.asarray(lo[:k])) < _AT_BOUND)
         or np.any(np.abs(result.x - np.asarray(hi[:k])) < _AT_BOUND)
     )
-    return CurveFit(a, m, ls0, residuals, vcov, not free, at_bound, n_clusters)
-
-
-def _cr1(
-    product: np.ndarray,
-    deriv: np.ndarray,
-    residuals: np.ndarray,
-    cluster: np.ndarray,
-    counts: np.ndarray,
-    n_clusters: int,
-) -> np.ndarray:
-    """CR1 sandwich of (a, θ) for residual Jacobian J = −[product dummies, ∂f/∂θ]."""
-    n_products, k = counts.size, deriv.shape[1]
-    n = residuals.size
-    cross = np.column_stack([np.bincount(product, col, n_products) for col in deriv.T])
-    bread = np.block([[np.diag(counts), cross], [cross.T, deriv.T @ deriv]])
-    shape = (n_clusters, n_products)
-    anchor_scores = sp.csr_matrix((residuals, (cluster, product)), shape=shape)
-    curve_scores = np.column_stack(
-        [np.bincount(cluster, col * residuals, n_clusters) for col in deriv.T]
-    )
-    scores = sp.hstack([anchor_scores, sp.csr_matrix(curve_scores)]).tocsr()
-    meat = (scores.T @ scores).toarray()
-    inv = np.linalg.pinv(bread)
-    dof = n_products + k
-    factor = n_clusters / max(n_clusters - 1, 1) * (n - 1) / max(n - dof, 1)
-    return factor * inv @ meat @ inv
-
-
-def cluster_ratio(
-    numerator: np.ndarray, denominator: np.ndarray, cluster: np.ndarray
-) -> tuple[float, float, int]:
-    """Ratio of sums Σx/Σn with its CR1 (linearised) standard error over clusters.
-
-    Returns:
-        (ratio, standard error, number of clusters); the SE is NaN with fewer than 2 clusters.
-    """
-    _, index = np.unique(cluster, return_inverse=True)
-    n_clusters = int(index.max()) + 1 if index.size else 0
-    total = float(denominator.sum())
-    ratio = float(numerator.sum()) / total if total > 0 else float("nan")
-    if n_clusters < 2:
-        return ratio, float("nan"), n_clusters
-    u = np.bincount(index, numerator - ratio * denominator, n_clusters)
-    se = float(np.sqrt(n_clusters / (n_clusters - 1) * (u @ u)) / total)
-    return ratio, se, n_clusters
-
-
-def cluster_means(
-    values: np.ndarray, group: np.ndarray, cluster: np.ndarray, n_groups: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-group means of `values` with CR1 standard errors clustered by `cluster`.
-
-    Returns:
-        (means, standard errors, clusters per group), each (n_groups,); SE NaN below 2 clusters.
-    """
-    n = np.bincount(group, minlength=n_groups).astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.bincount(group, values, n_groups) / n
-    _, pair = np.unique(group.astype(np.int64) * (int(cluster.max()) + 1) + cluster,
-                        return_inverse=True)  # fmt: skip
-    pair_group = np.zeros(int(pair.max()) + 1, dtype=np.int64)
-    pair_group[pair] = group
-    u = np.bincount(pair, values - mean[group])
-    g = np.bincount(pair_group, minlength=n_groups).astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        se = (
-            np.sqrt(np.where(g >= 2, g / (g - 1), np.nan) * np.bincount(pair_group, u**2, n_groups))
-            / n
-        )
-    return mean, se, g
-
-
-def cluster_t_interval(
-    estimate: np.ndarray | float, se: np.ndarray | float, n_clusters: np.ndarray | int, level: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """estimate ± t_{G−1} · se (NaN where G < 2 or se is not finite)."""
-    df = np.asarray(n_clusters, dtype=np.float64) - 1.0
-    with np.errstate(invalid="ignore"):
-        half = stats.t.ppf(0.5 + level / 2.0, np.where(df >= 1, df, np.nan)) * np.asarray(se)
-    return np.asarray(estimate) - half, np.asarray(estimate) + half
+    return CurveFit(a, m, ls0, residuals, adjusted, vcov, df, not free, at_bound)

@@ -2,21 +2,22 @@
 
 Model (`curve`): log p = a_i + log(1 + m·(1 − exp(−s/s0))) + e over the usable view quotes
 (`features.view_quotes`), s = the selected signal's engagement before the view (`selection`).
-- Anchor of product i = exp(a_i), the zero-engagement quote; CI from the CR1 sandwich clustered by
-  experiment, with the CR1 factor and t degrees of freedom of the product's own experiment count
-  G_i (G_i/(G_i − 1), t_{G_i − 1}): a product quoted in few experiments gets an honest width.
+- Anchor of product i = exp(a_i), the zero-engagement quote. Every interval is a t interval from
+  the CR3 sandwich clustered by experiment with Bell-McCaffrey degrees of freedom
+  (`clustered`): a product quoted in few experiments gets few df and an honest width.
 - A product with fewer than `min_quotes_per_product` quotes does not enter the curve fit; its anchor
   is the mean of log p − log(1 + m̂·g(s)) with the pooled curve held fixed (`pooled`; its CI is the
   clustered mean's and ignores the curve's uncertainty).
-- m and s0: CR1 + t_{G−1} (s0 on the log scale). s0 is identified only when its CI is finite and its
-  upper end lies within the observed engagement (the quotes show the curve saturating); otherwise
+- m and s0 (s0 on the log scale): the same CR3 intervals. s0 is identified only when its CI is
+  finite and its upper end lies within the observed engagement (the curve saturates); otherwise
   s0 is declared (`DECLARED_S0_SHARE` × the mean human engagement at the quote, the market's own
   scale rule) and the reported m is refitted given it (`s0_source = "declared"`, m's CI
   conditional on s0); the anchors and the noise still come from the free fit, which describes the
   quotes over the observed engagement (e.g. a linear markup) whatever m and s0 are separately.
 - No markup (CV selects `NO_MARKUP_SIGNAL`): m = 0, anchors are clustered product means.
-- Quote noise: σ = SD of the log residuals (dof-corrected), CI clustered by experiment on the log
-  of the mean squared residual; the market's uniform half-width is w = √3·σ (same SD).
+- Quote noise: σ = RMS of the CR2-adjusted log residuals (leverage-corrected), t interval on the
+  log of the mean square, CR3 by experiment (`_noise`); the market's uniform half-width is
+  w = √3·σ (same SD).
 - A store with fewer than `min_store_quotes` view quotes, fewer than `min_experiments` experiments
   or no product with `min_quotes_per_product` quotes gets `declared_price_model`.
 """
@@ -32,13 +33,8 @@ import polars as pl
 
 from phantom_assets.constants import DEFAULT_FOLDS, ENGAGEMENT_SIGNALS, NO_MARKUP_SIGNAL
 from phantom_assets.market.compile import ENGAGEMENT_SCALE_SHARE
-from phantom_assets.market.prices.curve import (
-    cluster_means,
-    cluster_ratio,
-    cluster_t_interval,
-    fit_curve,
-    markup_curve,
-)
+from phantom_assets.market.prices.clustered import cluster_mean, group_means, t_interval
+from phantom_assets.market.prices.curve import fit_curve, markup_curve
 from phantom_assets.market.prices.features import exclusion_counts, signal_column, view_quotes
 from phantom_assets.market.prices.result import ANCHOR_SCHEMA, PriceModel, declared_price_model
 from phantom_assets.market.prices.selection import select_signal
@@ -48,7 +44,7 @@ __all__ = ["CI_METHOD", "DECLARED_S0_SHARE", "PriceFitParams", "fit_price_model"
 logger = logging.getLogger(__name__)
 
 DECLARED_S0_SHARE = ENGAGEMENT_SCALE_SHARE  # s0 = 3 × mean human engagement at the quote
-CI_METHOD = "CR1 sandwich clustered by experiment, t(G-1); anchors CR1 and t(G_i-1) per product"
+CI_METHOD = "CR3 sandwich clustered by experiment, t with Bell-McCaffrey df per parameter"
 
 
 @dataclass(frozen=True)
@@ -114,13 +110,14 @@ def _fit_curve(y, s, product, cluster, declared_s0: float, level: float):
     fit = fit_curve(y, s, product, cluster)
     p = fit.log_anchor.size
     se = np.sqrt(np.diag(fit.vcov)[p:])
-    lo, hi = cluster_t_interval(fit.log_s0, se[1], fit.n_clusters, level)
-    reported, s0_ci, s0_source = fit, (float(np.exp(lo)), float(np.exp(hi))), "fitted"
-    if fit.at_bound or not np.isfinite(hi) or s0_ci[1] > float(s.max()):
+    lo, hi = t_interval(fit.log_s0, se[1], fit.df[p + 1], level)
+    reported, s0_source = fit, "fitted"
+    if fit.at_bound or not np.isfinite(hi) or float(hi) > math.log(float(s.max())):
         reported = fit_curve(y, s, product, cluster, log_s0=math.log(declared_s0))
         se = np.sqrt(np.diag(reported.vcov)[p:])
-        s0_ci, s0_source = (math.nan, math.nan), "declared"
-    m_lo, m_hi = cluster_t_interval(reported.markup, se[0], fit.n_clusters, level)
+        s0_source = "declared"
+    s0_ci = (float(np.exp(lo)), float(np.exp(hi))) if s0_source == "fitted" else (math.nan,) * 2
+    m_lo, m_hi = t_interval(reported.markup, se[0], reported.df[p], level)
     s0 = float(np.exp(reported.log_s0))
     return fit, _Curve(reported.markup, (float(m_lo), float(m_hi)), "fitted", s0, s0_ci, s0_source)
 
@@ -195,28 +192,24 @@ def _fit(
     local = (np.cumsum(~pooled) - 1)[product[rich]]
     _, rich_cluster = np.unique(cluster[rich], return_inverse=True)
     n_rich = int((~pooled).sum())
-    rich_xp = products.filter(~pl.col("pooled"))["n_experiments"].to_numpy().astype(np.float64)
     anchors = np.full((3, len(pids)), np.nan)
     if scores.selected != NO_MARKUP_SIGNAL and np.any(s[rich] > 0):
         declared_s0 = _declared_s0(views, signal_column(scores.selected))
         fit, curve = _fit_curve(y[rich], s[rich], local, rich_cluster, declared_s0, params.level)
-        g = fit.n_clusters
-        scale = np.where(rich_xp >= 2, rich_xp / np.maximum(rich_xp - 1, 1) * (g - 1) / g, np.nan)
-        se = np.sqrt(np.diag(fit.vcov)[:n_rich] * scale)
-        lo, hi = cluster_t_interval(fit.log_anchor, se, rich_xp, params.level)
+        se = np.sqrt(np.diag(fit.vcov)[:n_rich])
+        lo, hi = t_interval(fit.log_anchor, se, fit.df[:n_rich], params.level)
         anchors[:, ~pooled] = fit.log_anchor, lo, hi
-        resid, dof = fit.residuals, rich.sum() - n_rich - (1 if fit.s0_fixed else 2)
+        adjusted = fit.adjusted
         shift = markup_curve(s, fit.markup, fit.log_s0)[0]
     else:
         curve, shift = _Curve(), np.zeros_like(y)
-        mean, se, g = cluster_means(y[rich], local, rich_cluster, n_rich)
-        anchors[:, ~pooled] = mean, *cluster_t_interval(mean, se, g, params.level)
-        resid, dof = y[rich] - mean[local], rich.sum() - n_rich
+        mean, se, df, adjusted = group_means(y[rich], local, rich_cluster, n_rich)
+        anchors[:, ~pooled] = mean, *t_interval(mean, se, df, params.level)
     if pooled.any():
-        mean, se, g = cluster_means((y - shift)[~rich], product[~rich], cluster[~rich], len(pids))
-        lo, hi = cluster_t_interval(mean, se, g, params.level)
-        anchors[:, pooled] = mean[pooled], lo[pooled], hi[pooled]
-    noise = _noise(resid, cluster[rich], int(dof), params.level)
+        rare = (np.cumsum(pooled) - 1)[product[~rich]]
+        mean, se, df, _ = group_means((y - shift)[~rich], rare, cluster[~rich], int(pooled.sum()))
+        anchors[:, pooled] = mean, *t_interval(mean, se, df, params.level)
+    noise = _noise(adjusted, cluster[rich], params.level)
     table = products.with_columns(
         anchor=np.exp(anchors[0]), ci_low=np.exp(anchors[1]), ci_high=np.exp(anchors[2])
     ).select(list(ANCHOR_SCHEMA))
@@ -231,10 +224,16 @@ def _fit(
     )  # fmt: skip
 
 
-def _noise(resid: np.ndarray, cluster: np.ndarray, dof: int, level: float) -> tuple[float, ...]:
-    """σ̂ (dof-corrected SD of the log residuals) and its clustered log-scale interval."""
-    n = resid.size
-    mean_sq, se, g = cluster_ratio(resid**2, np.ones(n), cluster)
-    correction = n / max(dof, 1)
-    lo, hi = cluster_t_interval(math.log(mean_sq), se / mean_sq, g, level)
-    return tuple(float(np.sqrt(v * correction)) for v in (mean_sq, np.exp(lo), np.exp(hi)))
+def _noise(adjusted: np.ndarray, cluster: np.ndarray, level: float) -> tuple[float, ...]:
+    """σ̂ = RMS of the CR2-adjusted log residuals, and its clustered log-scale interval.
+
+    The adjusted residuals undo the shrinkage of the fitted residuals cluster by cluster (their
+    squares have mean σ² under an iid working model), which matters when a few experiments carry
+    much of a product's quotes; a global N/(N − K) correction left σ̂² 3-5% low at 28 experiments.
+    The interval is t (Bell-McCaffrey df) around log σ̂² + se²/2 (log σ̂² is biased low by about
+    half its variance) with the CR3 SE of the mean square.
+    """
+    mean_sq, se, df, _ = cluster_mean(adjusted**2, cluster)
+    se_log = se / mean_sq
+    lo, hi = t_interval(math.log(mean_sq) + se_log**2 / 2.0, se_log, df, level)
+    return tuple(float(np.sqrt(v)) for v in (mean_sq, np.exp(lo), np.exp(hi)))

@@ -54,7 +54,7 @@ def predict_held_out(
     _, train_cluster = np.unique(cluster[train], return_inverse=True)
     counts = np.bincount(local).astype(np.float64)
     if np.any(s[train] > 0):
-        fit = fit_curve(y[train], s[train], local, train_cluster)
+        fit = fit_curve(y[train], s[train], local, train_cluster, covariance=False)
         log_anchor, m, log_s0 = fit.log_anchor, fit.markup, fit.log_s0
     else:
         log_anchor, m, log_s0 = np.bincount(local, y[train]) / counts, 0.0, 0.0

@@ -46,20 +46,44 @@ def test_premium_is_the_quote_weighted_mean_of_price_over_anchor():
     assert agent["premium"] == pytest.approx(0.04 / 3) and agent["n_quotes"] == 3
 
 
-def test_premium_ci_is_clustered_by_experiment():
-    """Oracle: the CR1 ratio linearisation by hand, t with G − 1 df."""
+def test_premium_ci_is_the_cluster_jackknife_with_bell_mccaffrey_df():
+    """Oracle, by hand for a mean: the jackknife over experiments, (G−1)/G Σ_g (mean without g −
+    mean)², and the Bell-McCaffrey df of Imbens & Kolesár (2016):
+    df = (tr M)² / ‖M‖²_F with M the dense G × G matrix D^(-1/2) (C + κC²) D^(-1/2),
+    C = diag(n) − nnᵀ/N, D = diag(1 − n/N), κ = the ANOVA intra-class variance ratio."""
     rng = np.random.default_rng(0)
     rows = [("human", f"h{g}", f"s{g}-{j}", "A", 100.0 * (1 + 0.05 * rng.random() + 0.02 * g % 3))
             for g in range(12) for j in range(1 + g % 4)]  # fmt: skip
     coi = observed_coi(quote_rows(rows), ANCHORS, level=0.9).row(0, named=True)
     x = np.array([r[4] / 100.0 - 1 for r in rows])
     g = np.array([int(r[1][1:]) for r in rows])
-    p = x.mean()
-    u = np.bincount(g, x - p)
-    se = np.sqrt(12 / 11 * (u @ u)) / x.size
-    half = stats.t.ppf(0.95, 11) * se
+    n, total, p = np.bincount(g).astype(float), x.size, x.mean()
+    sums = np.bincount(g, x)
+    leave_out = (x.sum() - sums) / (total - n)
+    se = np.sqrt(11 / 12 * np.sum((leave_out - p) ** 2))
+    means = sums / n
+    within = np.sum((x - means[g]) ** 2) / (total - 12)
+    between = np.sum(n * (means - p) ** 2) / 11
+    kappa = max(between - within, 0) / ((total - np.sum(n**2) / total) / 11) / within
+    c = np.diag(n) - np.outer(n, n) / total
+    scale = np.sqrt(np.outer(1 - n / total, 1 - n / total))
+    m = (c + kappa * c @ c) / scale
+    df = np.trace(m) ** 2 / np.sum(m * m)
+    assert kappa > 0 and 2 < df < 11  # 12 unequal, correlated experiments: fewer than G - 1 df
+    half = stats.t.ppf(0.95, df) * se
     assert coi["premium"] == pytest.approx(p)
     assert (coi["ci_low"], coi["ci_high"]) == pytest.approx((p - half, p + half))
+
+
+def test_premium_ci_with_equal_experiments_is_cr1_with_g_minus_1_df():
+    rows = [
+        ("agent", f"a{g}", f"s{g}-{j}", "A", 100.0 + g + 3 * j) for g in range(6) for j in range(3)
+    ]
+    coi = observed_coi(quote_rows(rows), ANCHORS).row(1, named=True)
+    x = np.array([r[4] / 100.0 - 1 for r in rows])
+    u = np.bincount(np.repeat(np.arange(6), 3), x - x.mean())
+    half = stats.t.ppf(0.975, 5) * np.sqrt(6 / 5 * (u @ u)) / x.size
+    assert (coi["ci_low"], coi["ci_high"]) == pytest.approx((x.mean() - half, x.mean() + half))
 
 
 def test_cart_and_checkout_logs_do_not_count_twice():

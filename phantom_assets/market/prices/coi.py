@@ -64,10 +64,16 @@ def relative_quotes(quotes: pl.DataFrame, anchors: pl.DataFrame) -> pl.DataFrame
 
     Returns:
         `actor, experiment_id, session_id, product_id, price, anchor, ratio, bought`.
+
+    Raises:
+        ValueError: if anchors lack `product_id`/`anchor` or the quotes mix stores.
     """
     missing = [c for c in ("product_id", "anchor") if c not in anchors.columns]
     if missing:
         raise ValueError(f"anchors lack the columns {missing}")
+    if "store" in quotes.columns and quotes["store"].drop_nulls().n_unique() > 1:
+        stores = sorted(quotes["store"].drop_nulls().unique().to_list())
+        raise ValueError(f"quotes of one store at a time, got stores {stores}")
     return (
         view_quotes(quotes)
         .join(anchors.select("product_id", "anchor"), on="product_id", how="inner")

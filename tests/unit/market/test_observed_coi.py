@@ -166,3 +166,6 @@ def test_valuation_bound_rejects_bad_arguments():
         valuation_bound(quotes, ANCHORS, sigma_rel=0.0)
     with pytest.raises(ValueError, match="anchor"):
         observed_coi(quotes, ANCHORS.drop("anchor"))
+    two_stores = pl.concat([quotes.with_columns(store=pl.lit(s)) for s in ("hotel", "airline")])
+    with pytest.raises(ValueError, match="one store"):
+        coi_difference(two_stores, ANCHORS)

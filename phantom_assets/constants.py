@@ -112,6 +112,39 @@ DEMAND_WEIGHTS: Final[dict[str, float]] = {
     **{e: DEMAND_WEIGHT_BY_CATEGORY["filter"] for e in FILTER_EVENTS},
 }
 
+# --- store prices from price logs (DESIGN §5 Market v3, §12 store_prices) -----------------------
+# Interactions that show a product's price; each is followed (same session, a few ms later) by a
+# price log. Cart and checkout events repeat the price locked at the item view.
+PRICED_EVENTS: Final[tuple[str, ...]] = (
+    "view_item_page",
+    "add_item_to_cart",
+    "checkout_start",
+    "purchase_complete",
+)
+QUOTE_EVENT: Final[str] = "view_item_page"  # the interaction whose price logs fit the price model
+# Candidate engagement signals a store may price on: weights over the canonical vocabulary, summed
+# over a session's interactions BEFORE the quoted view. Cross-validation picks one per store
+# (`market.prices`); the market computes engagement at the quote with the selected weights.
+# "none" (no markup) is first: a markup is only claimed when it beats "none" by one standard error.
+ENGAGEMENT_SIGNALS: Final[dict[str, dict[str, float]]] = {
+    "none": dict.fromkeys(VOCABULARY, 0.0),
+    "product_views": {e: float(e == QUOTE_EVENT) for e in VOCABULARY},
+    "events": dict.fromkeys(VOCABULARY, 1.0),
+    "demand_proxy": DEMAND_WEIGHTS,
+}
+NO_MARKUP_SIGNAL: Final[str] = "none"
+# Price-log cleaning: a quote above FACTOR × or below 1/FACTOR × its product's median is absurd; a
+# log more than MAX_QUOTE_DELAY_MS after the last interaction showing its product is unmatched.
+ABSURD_PRICE_FACTOR: Final[float] = 100.0
+MAX_QUOTE_DELAY_MS: Final[int] = 1_000
+PRICE_EXCLUSION_REASONS: Final[tuple[str, ...]] = (
+    "missing_product",
+    "invalid_price",
+    "absurd_price",
+    "no_showing_interaction",
+    "duplicate_quote",
+)
+
 # --- fingerprinting defaults -------------------------------------------------------------------
 DEFAULT_KAPPA: Final[float] = 0.5
 DEFAULT_FOLDS: Final[int] = 5

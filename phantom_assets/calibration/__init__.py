@@ -12,7 +12,14 @@ import numpy as np
 
 from phantom_assets.calibration.result import CalibrationResult, binomial_se
 
-STUDY_MODULES: tuple[str, ...] = ("gate", "benchmark", "separability", "alpha_hat", "erosion")
+STUDY_MODULES: tuple[str, ...] = (
+    "gate",
+    "benchmark",
+    "separability",
+    "alpha_hat",
+    "erosion",
+    "prices",
+)
 """Every procedure the pipeline reports, by the module that calibrates it."""
 
 __all__ = ["STUDY_MODULES", "CalibrationResult", "binomial_se", "run_studies"]

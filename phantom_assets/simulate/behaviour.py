@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from phantom_assets.constants import FILTER_EVENTS, HOVER_EVENTS, VOCABULARY
+# PRICED_EVENTS: events that show a product's price (each also yields a price-log record).
+from phantom_assets.constants import FILTER_EVENTS, HOVER_EVENTS, PRICED_EVENTS, VOCABULARY
 
 __all__ = ["PAGES", "PRICED_EVENTS", "Emissions", "SessionPlan", "run_sessions"]
 
@@ -24,13 +25,6 @@ _HOVER_CODES = np.array([_E[e] for e in HOVER_EVENTS])
 # Pages an event happens on (codes index this tuple; "item" is filled with the product id).
 PAGES: tuple[str, ...] = ("landing", "search", "deals", "item", "cart", "checkout")
 LANDING, SEARCH, DEALS, ITEM_PAGE, CART_PAGE, CHECKOUT_PAGE = range(6)
-# Events that show a product's price (each also yields a price-log record).
-PRICED_EVENTS: tuple[str, ...] = (
-    "view_item_page",
-    "add_item_to_cart",
-    "checkout_start",
-    "purchase_complete",
-)
 # Phases of the hidden task state.
 START, LIST, ITEM, CART, CHECKOUT = range(5)
 # Hover kind weights (title, paragraph, link, button) by phase, and hover-count scale by page.

@@ -1,0 +1,58 @@
+"""Store prices from the price logs (DESIGN §5 "Market v3", §12 `store_prices`, `observed_coi`).
+
+    quotes = quote_features(raw_events)                 # one row per price log (+ `reason`)
+    store_quotes = quotes.filter(pl.col("store") == s)
+    model = fit_price_model(store_quotes)               # anchors, markup curve, quote noise
+    write_store_prices(model, lake / "store_prices" / f"store={s}")
+    coi = observed_coi(store_quotes, model.anchors)     # premium by class, clustered CIs
+    diff = coi_difference(store_quotes, model.anchors)  # human - agent, Welch cluster t
+    figure = plot_observed_coi(coi, diff, s)
+    bound = valuation_bound(store_quotes, model.anchors, sigma_rel=0.2)
+
+`exclusion_counts` counts the price logs by outcome; `view_quotes` keeps the usable item-view
+quotes, the only ones the price model and the observed COI use (cart and checkout logs repeat the
+price locked at the view).
+"""
+
+from phantom_assets.market.prices.coi import (
+    COI_SCHEMA,
+    DIFFERENCE_METHOD,
+    CoiDifference,
+    coi_difference,
+    observed_coi,
+)
+from phantom_assets.market.prices.features import (
+    QUOTE_COLUMNS,
+    exclusion_counts,
+    quote_features,
+    signal_column,
+    view_quotes,
+)
+from phantom_assets.market.prices.model import PriceFitParams, fit_price_model
+from phantom_assets.market.prices.plots import plot_observed_coi
+from phantom_assets.market.prices.result import ANCHOR_SCHEMA, PriceModel, declared_price_model
+from phantom_assets.market.prices.store import read_store_prices, write_store_prices
+from phantom_assets.market.prices.valuation import ValuationBound, valuation_bound
+
+__all__ = [
+    "ANCHOR_SCHEMA",
+    "COI_SCHEMA",
+    "DIFFERENCE_METHOD",
+    "QUOTE_COLUMNS",
+    "CoiDifference",
+    "PriceFitParams",
+    "PriceModel",
+    "ValuationBound",
+    "coi_difference",
+    "declared_price_model",
+    "exclusion_counts",
+    "fit_price_model",
+    "observed_coi",
+    "plot_observed_coi",
+    "quote_features",
+    "read_store_prices",
+    "signal_column",
+    "valuation_bound",
+    "view_quotes",
+    "write_store_prices",
+]

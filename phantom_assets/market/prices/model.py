@@ -1,0 +1,239 @@
+"""`fit_price_model`: a store's anchors, markup curve and quote noise from its view quotes.
+
+Model (`curve`): log p = a_i + log(1 + m·(1 − exp(−s/s0))) + e over the usable view quotes
+(`features.view_quotes`), s = the selected signal's engagement before the view (`selection`).
+- Anchor of product i = exp(a_i), the zero-engagement quote. Every interval is a t interval from
+  the CR3 sandwich clustered by experiment with Bell-McCaffrey degrees of freedom
+  (`clustered`): a product quoted in few experiments gets few df and an honest width.
+- A product with fewer than `min_quotes_per_product` quotes does not enter the curve fit; its anchor
+  is the mean of log p − log(1 + m̂·g(s)) with the pooled curve held fixed (`pooled`; its CI is the
+  clustered mean's and ignores the curve's uncertainty).
+- m and s0 (s0 on the log scale): the same CR3 intervals. s0 is identified only when its CI is
+  finite and its upper end lies within the observed engagement (the curve saturates); otherwise
+  s0 is declared (`DECLARED_S0_SHARE` × the mean human engagement at the quote, the market's own
+  scale rule) and the reported m is refitted given it (`s0_source = "declared"`, m's CI
+  conditional on s0); the anchors and the noise still come from the free fit, which describes the
+  quotes over the observed engagement (e.g. a linear markup) whatever m and s0 are separately.
+- No markup (CV selects `NO_MARKUP_SIGNAL`): m = 0, anchors are clustered product means.
+- Quote noise: σ = RMS of the CR2-adjusted log residuals (leverage-corrected), t interval on the
+  log of the mean square, CR3 by experiment (`_noise`); the market's uniform half-width is
+  w = √3·σ (same SD).
+- A store with fewer than `min_store_quotes` view quotes, fewer than `min_experiments` experiments
+  or no product with `min_quotes_per_product` quotes gets `declared_price_model`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from phantom_assets.constants import DEFAULT_FOLDS, ENGAGEMENT_SIGNALS, NO_MARKUP_SIGNAL
+from phantom_assets.market.compile import ENGAGEMENT_SCALE_SHARE
+from phantom_assets.market.prices.clustered import cluster_mean, group_means, t_interval
+from phantom_assets.market.prices.curve import fit_curve, markup_curve
+from phantom_assets.market.prices.features import exclusion_counts, signal_column, view_quotes
+from phantom_assets.market.prices.result import ANCHOR_SCHEMA, PriceModel, declared_price_model
+from phantom_assets.market.prices.selection import select_signal
+
+__all__ = ["CI_METHOD", "DECLARED_S0_SHARE", "PriceFitParams", "fit_price_model"]
+
+logger = logging.getLogger(__name__)
+
+DECLARED_S0_SHARE = ENGAGEMENT_SCALE_SHARE  # s0 = 3 × mean human engagement at the quote
+CI_METHOD = "CR3 sandwich clustered by experiment, t with Bell-McCaffrey df per parameter"
+
+
+@dataclass(frozen=True)
+class PriceFitParams:
+    """Knobs of `fit_price_model`.
+
+    Attributes:
+        min_quotes_per_product: Below this a product's anchor uses the pooled curve (`pooled`).
+        min_store_quotes: Below this many usable view quotes the store gets declared defaults.
+        min_experiments: Below this many experiments the store gets declared defaults.
+        signals: Candidate engagement signals (keys of `constants.ENGAGEMENT_SIGNALS`).
+        cv_folds: Folds of the experiment-clustered cross-validation.
+        level: Confidence level of every interval.
+    """
+
+    min_quotes_per_product: int = 20
+    min_store_quotes: int = 100
+    min_experiments: int = 5
+    signals: tuple[str, ...] = field(default_factory=lambda: tuple(ENGAGEMENT_SIGNALS))
+    cv_folds: int = DEFAULT_FOLDS
+    level: float = 0.95
+
+    def __post_init__(self) -> None:
+        """Raises ValueError naming a bad value."""
+        for name in ("min_quotes_per_product", "min_store_quotes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.min_experiments < 2 or self.cv_folds < 2:
+            raise ValueError(f"min_experiments and cv_folds must be >= 2, got "
+                             f"{self.min_experiments}, {self.cv_folds}")  # fmt: skip
+        if not self.signals or any(s not in ENGAGEMENT_SIGNALS for s in self.signals):
+            raise ValueError(f"signals must be keys of ENGAGEMENT_SIGNALS, got {self.signals}")
+        if not 0.0 < self.level < 1.0:
+            raise ValueError(f"level must be in (0, 1), got {self.level}")
+
+
+@dataclass(frozen=True)
+class _Curve:
+    """The markup curve part of a fit (private)."""
+
+    markup: float = 0.0
+    markup_ci: tuple[float, float] = (math.nan, math.nan)
+    markup_source: str = "none"
+    s0: float | None = None
+    s0_ci: tuple[float, float] = (math.nan, math.nan)
+    s0_source: str = "declared"
+
+
+def _declared_s0(views: pl.DataFrame, column: str) -> float:
+    """`DECLARED_S0_SHARE` × mean human engagement at the quote (all actors if no human)."""
+    human = views.filter(pl.col("actor") == "human")[column]
+    mean = float((human if human.len() else views[column]).mean() or 0.0)
+    return DECLARED_S0_SHARE * mean if mean > 0 else 1.0
+
+
+def _fit_curve(y, s, product, cluster, declared_s0: float, level: float):
+    """Fit m and s0; return the free fit (anchors, noise) and the `_Curve` the market uses.
+
+    When s0 is not identified the free fit still pins the anchors and the noise (the curve over
+    the observed engagement is what it is, e.g. linear); the reported curve is then m refitted
+    with s0 declared (its CI conditional on s0).
+    """
+    fit = fit_curve(y, s, product, cluster)
+    p = fit.log_anchor.size
+    se = np.sqrt(np.diag(fit.vcov)[p:])
+    lo, hi = t_interval(fit.log_s0, se[1], fit.df[p + 1], level)
+    reported, s0_source = fit, "fitted"
+    if fit.at_bound or not np.isfinite(hi) or float(hi) > math.log(float(s.max())):
+        reported = fit_curve(y, s, product, cluster, log_s0=math.log(declared_s0))
+        se = np.sqrt(np.diag(reported.vcov)[p:])
+        s0_source = "declared"
+    s0_ci = (float(np.exp(lo)), float(np.exp(hi))) if s0_source == "fitted" else (math.nan,) * 2
+    m_lo, m_hi = t_interval(reported.markup, se[0], reported.df[p], level)
+    s0 = float(np.exp(reported.log_s0))
+    return fit, _Curve(reported.markup, (float(m_lo), float(m_hi)), "fitted", s0, s0_ci, s0_source)
+
+
+def fit_price_model(quotes: pl.DataFrame, params: PriceFitParams | None = None) -> PriceModel:
+    """Fit one store's price model from its quote features (module docstring).
+
+    Args:
+        quotes: `features.quote_features` rows of ONE store (all its logs: the usable view quotes
+            are fitted, the rest only counted).
+        params: Fit knobs (default `PriceFitParams()`).
+
+    Returns:
+        The store's `PriceModel` (source "logs"), or its declared defaults (source "declared").
+
+    Raises:
+        ValueError: if `quotes` holds several stores or lacks the candidates' engagement columns.
+    """
+    params = params or PriceFitParams()
+    stores = quotes["store"].unique().drop_nulls().sort().to_list()
+    if len(stores) > 1:
+        raise ValueError(f"fit_price_model fits one store at a time, got stores {stores}")
+    missing = [signal_column(s) for s in params.signals if signal_column(s) not in quotes.columns]
+    if missing:
+        raise ValueError(f"quotes lack the engagement columns {missing}; use quote_features")
+    store = stores[0] if stores else "unknown"
+    counts = exclusion_counts(quotes)
+    views = view_quotes(quotes).with_columns(
+        pl.col("experiment_id").fill_null(pl.col("session_id"))  # a session is its own cluster
+    )
+    products = (
+        views.group_by("product_id")
+        .agg(
+            n_quotes=pl.len(),
+            n_sessions=pl.col("session_id").n_unique(),
+            n_experiments=pl.col("experiment_id").n_unique(),
+        )
+        .sort("product_id")
+        .with_columns(pooled=pl.col("n_quotes") < params.min_quotes_per_product)
+    )
+    n_xp = views["experiment_id"].n_unique()
+    why = (f"{views.height} usable view quotes < min_store_quotes {params.min_store_quotes}"
+           if views.height < params.min_store_quotes
+           else f"{n_xp} experiments < min_experiments {params.min_experiments}"
+           if n_xp < params.min_experiments
+           else f"no product has min_quotes_per_product {params.min_quotes_per_product} quotes"
+           if products["pooled"].all() else "")  # fmt: skip
+    if why:
+        logger.info("store %s: declared prices (%s)", store, why)
+        return declared_price_model(store, why, counts, views)
+    return _fit(store, views, products, counts, params)
+
+
+def _fit(
+    store: str,
+    views: pl.DataFrame,
+    products: pl.DataFrame,
+    counts: dict[str, int],
+    params: PriceFitParams,
+) -> PriceModel:
+    """The fit proper (the store has enough quotes, experiments and products)."""
+    pids = products["product_id"].to_list()
+    product = views["product_id"].replace_strict(pids, list(range(len(pids)))).to_numpy()
+    xp_ids = views["experiment_id"].to_numpy()
+    _, cluster = np.unique(xp_ids, return_inverse=True)
+    y = np.log(views["price"].to_numpy())
+    signals = {name: views[signal_column(name)].to_numpy() for name in params.signals}
+    scores = select_signal(y, signals, product, xp_ids, params.cv_folds)
+    s = signals[scores.selected]
+    pooled = products["pooled"].to_numpy()
+    rich = ~pooled[product]
+    local = (np.cumsum(~pooled) - 1)[product[rich]]
+    _, rich_cluster = np.unique(cluster[rich], return_inverse=True)
+    n_rich = int((~pooled).sum())
+    anchors = np.full((3, len(pids)), np.nan)
+    if scores.selected != NO_MARKUP_SIGNAL and np.any(s[rich] > 0):
+        declared_s0 = _declared_s0(views, signal_column(scores.selected))
+        fit, curve = _fit_curve(y[rich], s[rich], local, rich_cluster, declared_s0, params.level)
+        se = np.sqrt(np.diag(fit.vcov)[:n_rich])
+        lo, hi = t_interval(fit.log_anchor, se, fit.df[:n_rich], params.level)
+        anchors[:, ~pooled] = fit.log_anchor, lo, hi
+        adjusted = fit.adjusted
+        shift = markup_curve(s, fit.markup, fit.log_s0)[0]
+    else:
+        curve, shift = _Curve(), np.zeros_like(y)
+        mean, se, df, adjusted = group_means(y[rich], local, rich_cluster, n_rich)
+        anchors[:, ~pooled] = mean, *t_interval(mean, se, df, params.level)
+    if pooled.any():
+        rare = (np.cumsum(pooled) - 1)[product[~rich]]
+        mean, se, df, _ = group_means((y - shift)[~rich], rare, cluster[~rich], int(pooled.sum()))
+        anchors[:, pooled] = mean, *t_interval(mean, se, df, params.level)
+    noise = _noise(adjusted, cluster[rich], params.level)
+    table = products.with_columns(
+        anchor=np.exp(anchors[0]), ci_low=np.exp(anchors[1]), ci_high=np.exp(anchors[2])
+    ).select(list(ANCHOR_SCHEMA))
+    return PriceModel(
+        store=store, source="logs", reason="", anchors=table.cast(ANCHOR_SCHEMA),
+        signal=scores.selected, cv_rmse=scores.rmse, markup=curve.markup,
+        markup_ci=curve.markup_ci, markup_source=curve.markup_source, s0=curve.s0,
+        s0_ci=curve.s0_ci, s0_source=curve.s0_source, noise_sd=noise[0],
+        noise_sd_ci=(noise[1], noise[2]), n_quotes=views.height,
+        n_sessions=views["session_id"].n_unique(), n_experiments=int(cluster.max()) + 1,
+        excluded=counts, level=params.level, ci_method=CI_METHOD,
+    )  # fmt: skip
+
+
+def _noise(adjusted: np.ndarray, cluster: np.ndarray, level: float) -> tuple[float, ...]:
+    """σ̂ = RMS of the CR2-adjusted log residuals, and its clustered log-scale interval.
+
+    The adjusted residuals undo the shrinkage of the fitted residuals cluster by cluster (their
+    squares have mean σ² under an iid working model), which matters when a few experiments carry
+    much of a product's quotes; a global N/(N − K) correction left σ̂² 3-5% low at 28 experiments.
+    The interval is t (Bell-McCaffrey df) around log σ̂² + se²/2 (log σ̂² is biased low by about
+    half its variance) with the CR3 SE of the mean square.
+    """
+    mean_sq, se, df, _ = cluster_mean(adjusted**2, cluster)
+    se_log = se / mean_sq
+    lo, hi = t_interval(math.log(mean_sq) + se_log**2 / 2.0, se_log, df, level)
+    return tuple(float(np.sqrt(v)) for v in (mean_sq, np.exp(lo), np.exp(hi)))

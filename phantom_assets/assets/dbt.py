@@ -62,32 +62,37 @@ class PhantomDbtTranslator(DagsterDbtTranslator):
         return with_settings(checksum, self.stores) if checksum else None
 
 
-def with_view_row_count(invocation: DbtCliInvocation, event: ModelEvent) -> ModelEvent:
-    """`event`, with `dagster/row_count` added when it is a view model's: `fetch_row_counts`
-    counts tables only (views may be costly; ours are thin selects over the lake). Counted the
-    same way, through dbt's read-only DuckDB adapter once the dbt process has released the file."""
+def with_table_metadata(invocation: DbtCliInvocation, event: ModelEvent) -> ModelEvent:
+    """`event`, with `dagster/row_count` and `dagster/column_schema` added when it is a model's
+    (tables and views alike: ours are thin selects over the lake), queried through dbt's DuckDB
+    adapter. Call it only after the dbt process has exited: DuckDB has one writer, so a metadata
+    query while dbt still builds takes the file's lock and fails dbt's next model (dagster-dbt's
+    `fetch_row_counts` queries from threads while dbt runs: it did, under load)."""
     adapter = invocation.adapter
     if not isinstance(event, dg.Output | dg.AssetMaterialization) or adapter is None:
         return event
     node = invocation.manifest["nodes"][event.metadata["unique_id"].value]
-    if node["config"]["materialized"] != "view":
-        return event
-    with adapter.connection_named(f"row_count_{node['unique_id']}"):
-        _, table = adapter.execute(f"select count(*) from {node['relation_name']}", fetch=True)
-    return event.with_metadata({**event.metadata, "dagster/row_count": table[0][0]})
+    relation = node["relation_name"]
+    with adapter.connection_named(f"metadata_{node['unique_id']}"):
+        _, counts = adapter.execute(f"select count(*) from {relation}", fetch=True)
+        _, columns = adapter.execute(f"describe {relation}", fetch=True)
+    schema = dg.TableSchema(columns=[dg.TableColumn(row[0], str(row[1])) for row in columns])
+    return event.with_metadata(
+        {**event.metadata, "dagster/row_count": counts[0][0], "dagster/column_schema": schema}
+    )
 
 
 def warehouse_models(
     context: dg.AssetExecutionContext, dbt: DbtCliResource, storage: StorageResource
 ):
     """Build the warehouse (sessions, labels, marts) from all raw_events batches; run dbt tests.
-    Every model reports its row count and column schema. (No column lineage: sqlglot cannot
-    resolve the columns of the external parquet source and logs a traceback per run.)"""
+    Every model reports its row count and column schema, read once dbt has finished (no column
+    lineage: sqlglot cannot resolve the columns of the external parquet source)."""
     invocation = dbt.cli(["build", "--vars", dbt_vars(storage.settings())], context=context)
     try:
-        events = invocation.stream().fetch_row_counts()
-        for event in events.fetch_column_metadata(with_column_lineage=False):
-            yield with_view_row_count(invocation, event)
+        events = list(invocation.stream())  # consumed to the end: dbt has exited
+        for event in events:
+            yield with_table_metadata(invocation, event)
     finally:
         release_warehouse_file(invocation)
 

@@ -20,6 +20,7 @@ from phantom_assets.constants import DEFAULT_FOLDS, DEFAULT_KAPPA, DEFAULT_TEMPE
 from phantom_assets.lake import Lake
 
 PROFILES = ("demo", "study")
+MARKET_BANKS = ("empirical", "kernel")
 DEFAULT_PROFILE = "demo"
 DEFAULT_DATA_DIR = Path("data")
 
@@ -105,19 +106,73 @@ class ContaminationConfig:
 
 @dataclass(frozen=True)
 class MarketConfig:
-    """Simulated market v2 compiled per store (DESIGN §5): session-based quoting, agents that
-    reconnoitre in K sessions, detector-aware quoting, robustness over (α, K); the K and α sets
-    are `AgentsConfig`'s."""
+    """The simulated market compiled per store (DESIGN §5 "Market v3"): session-based quoting,
+    agents that reconnoitre in K sessions, detector-aware quoting, robustness over (α, K) (the K
+    and α sets are `AgentsConfig`'s).
 
-    n_products: int = 10
+    The store's products, anchors, markup curve and quote noise come from its price logs
+    (`store_prices`), its shoppers from its labelled sessions. What the logs cannot identify is
+    *declared* here -- the valuation law, the marginal cost, the quote cap -- and
+    `market_sensitivity` sweeps it over the `sensitivity_*` grids. A store without usable price
+    logs gets the declared defaults (`declared_*`; its reports say so).
+
+    Attributes:
+        bank: "empirical" (the store's real labelled sessions, out-of-fold prefix f) or "kernel"
+            (chains sampled from the fitted kernels and scored by them: in-model detection).
+        shoppers_per_step: shoppers arriving per step (a pricing period).
+        base_levels: the action's base price levels, × each product's anchor.
+        markup_multiples: the action's engagement markups, × the store's fitted markup m (1 = the
+            store's own pricing, the undefended engine's).
+        detector_strengths: δ; 0 = the undefended engine.
+        valuation_mean, valuation_sd: Normal valuation law of both classes, × the anchor of the
+            product a shopper wants (declared: purchases only bound it from below).
+        cost_share: marginal cost p_low as a share of the anchor (declared).
+        price_cap: highest quote p_high as a multiple of the anchor (declared).
+        reference_engagement_share: s_ref, the engagement a flagged session is quoted as, × the
+            mean human engagement at the quote (a policy scale, declared).
+        engagement_scale_share: s0 of the markup curve, × the mean human engagement at the quote,
+            where the price logs cannot identify it (declared).
+        declared_markup, declared_quote_noise, declared_products, declared_anchor_range: the
+            store without price logs (anchors uniform in the range).
+        sensitivity_valuation_means: valuation means (× anchor) `market_sensitivity` sweeps.
+        sensitivity_engagement_scales: s0 values (× the declared s0) it sweeps when s0 is
+            declared (not identified by the price logs).
+        lam: leakage charge in the reward; 0 = leakage measured, not charged.
+        episode_steps: steps per episode.
+        chain_bank_size: chains per class of a kernel bank.
+    """
+
+    bank: str = "empirical"
     shoppers_per_step: int = 100
-    base_levels: tuple[float, ...] = (0.7, 0.85, 1.0, 1.15, 1.3)  # × each product's anchor
-    markups: tuple[float, ...] = (0.0, 0.5, 1.0)  # engagement markup m; the middle is the default
-    detector_strengths: tuple[float, ...] = (0.0, 0.5, 1.0)  # δ; 0 = the undefended engine
-    quote_noise: float = 0.2  # w, half-width of the relative quote noise
-    lam: float = 0.0  # leakage charge in the reward; 0 = leakage measured, not charged
+    base_levels: tuple[float, ...] = (0.7, 0.85, 1.0, 1.15, 1.3)
+    markup_multiples: tuple[float, ...] = (0.0, 1.0, 2.0)
+    detector_strengths: tuple[float, ...] = (0.0, 0.5, 1.0)
+    valuation_mean: float = 1.5
+    valuation_sd: float = 0.25
+    cost_share: float = 0.5
+    price_cap: float = 2.5
+    reference_engagement_share: float = 3.0
+    engagement_scale_share: float = 3.0
+    declared_markup: float = 0.5
+    declared_quote_noise: float = 0.2
+    declared_products: int = 10
+    declared_anchor_range: tuple[float, float] = (90.0, 110.0)
+    sensitivity_valuation_means: tuple[float, ...] = (1.0, 1.25, 1.5, 2.0)
+    sensitivity_engagement_scales: tuple[float, ...] = (1.0 / 3.0, 1.0, 2.0)
+    lam: float = 0.0
     episode_steps: int = 25
     chain_bank_size: int = 20_000
+
+    def __post_init__(self) -> None:
+        if self.bank not in MARKET_BANKS:
+            raise ValueError(f"[market] bank must be one of {MARKET_BANKS}, got {self.bank!r}")
+        if not 0.0 <= self.cost_share < 1.0 < self.price_cap:
+            raise ValueError(f"[market] need 0 <= cost_share < 1 < price_cap, got "
+                             f"{self.cost_share!r}, {self.price_cap!r}")  # fmt: skip
+        if self.valuation_sd <= 0 or any(m <= 0 for m in self.sensitivity_valuation_means):
+            raise ValueError(
+                "[market] valuation_sd and the sensitivity valuation means must be > 0"
+            )
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,14 @@ SLICE_DIGEST_FILE = "digest.json"
 # --- contaminated datasets G(α): sessions, demand proxy and the α̂ report per store × α ---
 DEMAND_FILE, ALPHA_HAT_FILE = "demand.json", "alpha_hat.json"
 
+# --- the store's own prices (from its price logs) and the premium each class was quoted ---
+ANCHORS_FILE, PRICE_MODEL_FILE = "anchors.parquet", "price_model.json"
+QUOTES_FILE, VALUATION_FILE = "quotes.parquet", "valuation_bound.json"
+OBSERVED_COI_FILE, COI_DIFFERENCE_FILE = "observed_coi.parquet", "coi_difference.json"
+OBSERVED_COI_PLOT_FILE = "observed_coi.png"
+# --- the market's conclusions over its declared assumptions ---
+SENSITIVITY_FILE, SENSITIVITY_MD_FILE = "sensitivity.parquet", "sensitivity.md"
+
 # --- market benchmarks per store: COI erosion (table + figure) and the fixed-action oracle ---
 EROSION_FILE, EROSION_PLOT_FILE = "coi_erosion.parquet", "coi_erosion.png"
 EROSION_METRICS_FILE = "erosion_metrics.parquet"
@@ -124,8 +132,17 @@ class Lake:
     def all_contaminated(self, pattern: str) -> pl.DataFrame | None:
         return read_partitions(self.root, "contaminated_datasets", pattern)
 
+    def store_prices_dir(self, store: str) -> Path:
+        return partition_dir(self.root, "store_prices", store=store)
+
+    def observed_coi_dir(self, store: str) -> Path:
+        return partition_dir(self.root, "observed_coi", store=store)
+
     def market_dir(self, store: str) -> Path:
         return partition_dir(self.root, "market_simulators", store=store)
+
+    def sensitivity_dir(self, store: str) -> Path:
+        return partition_dir(self.root, "market_sensitivity", store=store)
 
     def erosion_dir(self, store: str) -> Path:
         return partition_dir(self.root, "coi_erosion", store=store)

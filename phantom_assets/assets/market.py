@@ -30,12 +30,18 @@ from phantom_assets.market import (
     MarketSpec,
     PricingMarketEnv,
     alpha_half_width,
+    chain_banks,
     compile_market_spec,
     engagement_w1,
     erosion,
     oracle,
     plot_coi_erosion,
+    prefix_auc,
+    spec_markdown,
+    store_session_banks,
 )
+from phantom_assets.market.compile import BANK_STREAM
+from phantom_assets.market.prices import read_store_prices
 from phantom_assets.storage import write_parquet_atomic
 
 MARKET_CODE = code_version_of(
@@ -57,66 +63,46 @@ EROSION_AGENT_FIELDS = ("alpha_grid", "erosion_k_grid")
 ORACLE_AGENT_FIELDS = ("alpha_grid", "k_grid")
 
 
-def spec_markdown(spec: MarketSpec, half_width: float, w1: float) -> str:
-    """Short markdown table of the headline spec parameters."""
-    human, agent = spec.banks
-    rows = {
-        "products": spec.n_products,
-        "quote bounds [p_low, p_high]": f"[{spec.p_low:g}, {spec.p_high:g}]",
-        "anchor prices": f"{spec.anchor.min():.2f} - {spec.anchor.max():.2f}",
-        "valuation human / agent N(μ, σ)": f"N({spec.mu_human:g}, {spec.sigma_human:g}) / "
-        f"N({spec.mu_agent:g}, {spec.sigma_agent:g})",
-        "base levels × markups m × detector δ": f"{list(spec.base_levels)} × "
-        f"{list(spec.markups)} × {list(spec.detector_strengths)}",
-        "quote noise w": f"{spec.quote_noise:g}",
-        "s0 / s_ref (from mean human engagement)": f"{spec.engagement_scale:.2f} / "
-        f"{spec.reference_engagement:.2f}",
-        "engagement at the quote, human / agent (mean)": f"{human.engagement.mean():.2f} / "
-        f"{agent.engagement.mean():.2f}",
-        "agent score f, human / agent (mean)": f"{human.score.mean():.3f} / "
-        f"{agent.score.mean():.3f}",
-        "K (nominal) / robust K": f"{spec.nominal_k} / {list(spec.robust_k_set)}",
-        "W1(s_H, s_A)": f"{w1:.3f}",
-        "ε (W1 radius) → α half-width": f"{spec.ambiguity_radius_w1:g} → {half_width:.3f}",
-        "shoppers / step": spec.shoppers_per_step,
-        "λ (leak charge)": f"{spec.lam:g}",
-        "chain bank / class": f"{human.size:,}",
-        "episode steps": spec.episode_steps,
-    }
-    body = "\n".join(f"| {name} | {value} |" for name, value in rows.items())
-    return f"| parameter | value |\n|---|---|\n{body}"
-
-
 def market_simulators(context: dg.AssetExecutionContext, storage: StorageResource):
-    """Compiled market v2 of one store (`spec.npz` arrays + `spec.json` scalars): the store's full
-    class kernels, chain banks sampled from them with quote-time engagement and the store's
-    selected agent score f precomputed, the quoting rule and action grid, and the robust (α, K)
-    ambiguity set."""
+    """The store's market (`spec.npz` arrays + `spec.json` scalars): its products, anchors,
+    markup curve and quote noise from its price logs (`store_prices`), its labelled sessions as
+    the shoppers with their engagement at the quote and out-of-fold prefix f (or chains sampled
+    from its kernels, `[market] bank = "kernel"`), the declared valuation law, cost and cap, the
+    action grid and the robust (α, K) ambiguity set; every term with its source. The prefix AUC
+    of the store's sessions (out of fold) and of a kernel bank (in model) is reported."""
     store, settings = context.partition_key, storage.settings()
-    human, agent = (load_kernel_set(settings.lake, store, actor).full for actor in ACTORS)
-    calibration = load_score_calibration(settings.lake, store)  # the f the store selected
-    anchor_seed = STORES.index(store)
-    spec = compile_market_spec(human.probs, agent.probs, settings.market, anchor_seed,
-                               f_coef=tuple(calibration.linear_coef),
-                               agents=settings.agents)  # fmt: skip
-    folder = settings.lake.market_dir(store)
+    lake, anchor_seed = settings.lake, STORES.index(store)
+    kernels = [load_kernel_set(lake, store, actor) for actor in ACTORS]
+    full = (kernels[0].full.probs, kernels[1].full.probs)
+    f_coef = tuple(load_score_calibration(lake, store).linear_coef)  # the f the store selected
+    prices = read_store_prices(lake.store_prices_dir(store))
+    sessions = store_session_banks(
+        tuple(pl.read_parquet(lake.labeled_sessions(store, actor)) for actor in ACTORS), full,
+        tuple([fold.probs for fold in k.folds] for k in kernels), f_coef, prices.signal,
+    )  # fmt: skip
+    spec = compile_market_spec(*full, settings.market, anchor_seed, f_coef, settings.agents,
+                               prices, sessions)  # fmt: skip
+    sampled = chain_banks(*full, settings.market.chain_bank_size, anchor_seed + BANK_STREAM,
+                          f_coef, prices.signal)  # fmt: skip
+    auc = {"empirical": prefix_auc(*sessions), "kernel": prefix_auc(*sampled)}
+    folder = lake.market_dir(store)
     version, artifacts = artifact_version(*spec.save(folder))
-    half_width = alpha_half_width(spec)
-    w1 = engagement_w1(*spec.banks)
+    half_width, w1 = alpha_half_width(spec), engagement_w1(*spec.banks)
     yield dg.MaterializeResult(
         data_version=version,
         metadata={
             "path": dg.MetadataValue.path(str(folder)),
             **artifacts,
             "alpha_half_width": half_width,
-            "f_method": calibration.method,
-            "f_coef": str(calibration.linear_coef),
+            "f_coef": str(f_coef),
             "w1_engagement": w1,
-            "ambiguity_radius_w1": spec.ambiguity_radius_w1,
+            "prefix_auc_empirical": auc["empirical"],
+            "prefix_auc_kernel": auc["kernel"],
+            "bank": spec.bank,
+            "prices_source": prices.source,
             "n_products": spec.n_products,
             "n_actions": spec.n_actions,
-            "anchor_seed": anchor_seed,
-            "spec": dg.MetadataValue.md(spec_markdown(spec, half_width, w1)),
+            "spec": dg.MetadataValue.md(spec_markdown(spec, half_width, w1, auc)),
         },
     )
     yield env_check_result(folder)
@@ -189,7 +175,12 @@ def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.As
     `market_oracle` on it, versioned with the evaluation settings they read."""
     asset = dg.asset(
         partitions_def=store_partitions,
-        deps=[dg.AssetDep("transition_kernels", partition_mapping=BY_STORE), "divergence_scores"],
+        deps=[
+            dg.AssetDep("transition_kernels", partition_mapping=BY_STORE),
+            dg.AssetDep("labeled_sessions", partition_mapping=BY_STORE),
+            "divergence_scores",
+            "store_prices",
+        ],
         group_name="market",
         kinds={"python", "numpy", "gymnasium"},
         code_version=with_settings(

@@ -23,6 +23,7 @@ STORE_MARTS = (
     "contamination_agent_gaps",
     "contamination_event_times",
     "contamination_store_spans",
+    "price_quote_events",
 )
 # Order-independent digest of a store's rows: md5 of the sorted md5s of each row's text.
 SLICE_DIGEST_QUERY = """

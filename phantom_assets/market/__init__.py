@@ -1,12 +1,19 @@
-"""The simulated market v2: chain banks, quoting, engine, env, compiler, bench (DESIGN §5)."""
+"""The simulated market v3: the store's prices and sessions, quoting, engine, env, compiler,
+sensitivity, bench (DESIGN §5)."""
 
+from phantom_assets.market.ambiguity import (
+    alpha_half_width,
+    alpha_interval,
+    engagement_w1,
+    robust_candidates,
+)
 from phantom_assets.market.bank import (
     BankTables,
     ChainBank,
     bank_tables,
     build_chain_bank,
-    detector_gaps,
-    detector_scores,
+    fold_log_ratios,
+    session_bank,
     state_weights,
 )
 from phantom_assets.market.bench import bench_env
@@ -41,13 +48,9 @@ from phantom_assets.market.oracle import (
     seed_t_interval,
 )
 from phantom_assets.market.plots import plot_coi_erosion
-from phantom_assets.market.spec import (
-    MarketSpec,
-    alpha_half_width,
-    alpha_interval,
-    engagement_w1,
-    robust_candidates,
-)
+from phantom_assets.market.report import spec_markdown
+from phantom_assets.market.sessions import prefix_auc, store_session_banks
+from phantom_assets.market.spec import MarketSpec
 
 __all__ = [
     "COLUMN",
@@ -79,19 +82,22 @@ __all__ = [
     "compile_market_spec",
     "demo_kernels",
     "demo_spec",
-    "detector_gaps",
-    "detector_scores",
     "draw_step",
     "engagement_w1",
     "engine_of",
     "episode_draws",
     "fixed_action_profits",
+    "fold_log_ratios",
     "make_env",
     "market_oracle",
     "oracle_markdown",
     "plot_coi_erosion",
+    "prefix_auc",
     "robust_candidates",
     "seed_t_interval",
+    "session_bank",
     "simulate_step",
+    "spec_markdown",
     "state_weights",
+    "store_session_banks",
 ]

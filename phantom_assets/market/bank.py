@@ -1,30 +1,35 @@
-"""Per-class banks of pre-sampled event chains with their quote-time statistics (DESIGN §5 v2).
+"""Per-class banks of sessions with their quote-time statistics (DESIGN §5 "Market v3").
 
-Event chains do not depend on prices, so each class's chains are sampled once when the market is
-compiled and every step only *indexes* the bank. A session is quoted when it views the product and
+Sessions do not depend on prices, so each class's bank is built once when the market is compiled
+and every step only *indexes* it. Two kinds (`MarketConfig.bank`): the store's own labelled
+sessions (`session_bank`, the default: each scored by the fold kernels fitted without it, so its
+f is out of fold) or chains sampled from the fitted kernels and scored by them (`build_chain_bank`:
+in-model detection, optimistic by construction). A session is quoted when it views the product and
 the cart locks that price: the quoted view is the last `view_item_page` before the first
-`add_item_to_cart` (a session that never adds: its last view; one that adds without a view: the add;
-one with neither: its end). Every chain carries what the engine and the shop see at that moment:
-the engagement s accumulated before the quoted view (the demand-proxy weights of its events,
-DESIGN §5 G(α)), the running agent score f on the prefix up to and including it, and the chain's
-whole demand weight.
+`add_item_to_cart` (a session that never adds: its last view; one that adds without a view: the
+add; one with neither: its end). Every session carries what the engine and the shop see at that
+moment: the engagement s accumulated before the quoted view (in the store's engagement signal,
+the weights its price model selected), the running agent score f on the prefix up to and
+including it, and the session's whole demand weight (the demand proxy, DESIGN §5 G(α)).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import polars as pl
 from scipy.special import expit
 
 from phantom_assets.constants import DEMAND_WEIGHTS, END_TOKEN, START_TOKEN
 from phantom_assets.contamination.chains import (
-    PAD,
     InverseCdf,
     iter_transitions,
     sampling_cdf,
     validate_kernel,
 )
+from phantom_assets.fingerprint.encoding import encode_trajectories
 
 PROB_FLOOR: float = 1e-12
 """Kernel probabilities are floored here before the log, so unseen transitions stay finite."""
@@ -39,7 +44,7 @@ class ChainBank:
     """Quote-time statistics of pre-sampled chains of one class (one entry per chain).
 
     Attributes:
-        engagement: s, demand weight of the events before the quoted event (≥ 0).
+        engagement: s, the engagement-signal weight of the events before the quoted event (≥ 0).
         score: f, agent probability σ(a + b·gap) of the prefix up to and including the quoted
             event (the whole chain when it is never quoted in-chain).
         weight: demand weight of the whole chain (the demand proxy it contributes).
@@ -68,71 +73,21 @@ class ChainBank:
         return int(self.engagement.size)
 
 
-def detector_gaps(
-    codes: np.ndarray,
-    lengths: np.ndarray,
-    kernel_human: np.ndarray,
-    kernel_agent: np.ndarray,
-    start: int = 0,
-    end: int | None = None,
-) -> np.ndarray:
-    """Δ_H − Δ_A of each whole chain from its own empirical transitions, vectorized.
-
-    With the session's empirical kernel T̂_τ and visit weights w_a,
-    Δ_Y = Σ_a w_a/Σw · KL(T̂_τ[a] ‖ K_Y[a]); the entropy term cancels in the difference, leaving the
-    mean over the chain's transitions (including `<start>`→first and last→`<end>`) of
-    log K_A[a, b] − log K_H[a, b]. (The reference implementation the bank's prefix scores are
-    tested against.)
-
-    Args:
-        codes: (n, L) int state indices padded with `PAD` (as from `sample_chains`).
-        lengths: (n,) events per chain.
-        kernel_human: (S, S) fitted human kernel.
-        kernel_agent: (S, S) fitted agent kernel.
-        start: index of `<start>`.
-        end: index of `<end>` (default S - 1).
-
-    Returns:
-        float64 (n,) gaps.
-    """
-    size = kernel_human.shape[0]
-    stop = size - 1 if end is None else end
-    n, width = codes.shape
-    seq = np.full((n, width + 2), PAD, dtype=np.int64)
-    seq[:, 0] = start
-    seq[:, 1 : width + 1] = codes
-    seq[np.arange(n), np.asarray(lengths, dtype=np.int64) + 1] = stop
-    src, dst = seq[:, :-1], seq[:, 1:]
-    valid = dst != PAD
-    llr = _llr(kernel_human, kernel_agent)
-    terms = np.where(valid, llr[np.where(valid, src, 0), np.where(valid, dst, 0)], 0.0)
-    return terms.sum(axis=1) / valid.sum(axis=1)
-
-
-def detector_scores(
-    codes: np.ndarray,
-    lengths: np.ndarray,
-    kernel_human: np.ndarray,
-    kernel_agent: np.ndarray,
-    f_coef: tuple[float, float] = (0.0, 1.0),
-) -> np.ndarray:
-    """Agent probability f = σ(a + b·(Δ_H − Δ_A)) of each whole chain (see `detector_gaps`);
-    `f_coef` = (a, b), (0, 1/T) for the temperature score."""
-    return expit(f_coef[0] + f_coef[1] * detector_gaps(codes, lengths, kernel_human, kernel_agent))
-
-
 def _llr(kernel_human: np.ndarray, kernel_agent: np.ndarray) -> np.ndarray:
     return np.log(np.maximum(kernel_agent, PROB_FLOOR)) - np.log(
         np.maximum(kernel_human, PROB_FLOOR)
     )
 
 
-def state_weights(states: tuple[str, ...]) -> np.ndarray:
-    """Demand weight per kernel state (`constants.DEMAND_WEIGHTS`; tokens weigh 0)."""
-    unknown = [s for s in states if s not in DEMAND_WEIGHTS and s not in (START_TOKEN, END_TOKEN)]
+def state_weights(
+    states: tuple[str, ...], weights: dict[str, float] = DEMAND_WEIGHTS
+) -> np.ndarray:
+    """Weight per kernel state of an event weighting (default the demand proxy,
+    `constants.DEMAND_WEIGHTS`; an engagement signal's weights likewise); tokens weigh 0."""
+    unknown = [s for s in states if s not in weights and s not in (START_TOKEN, END_TOKEN)]
     if unknown:
-        raise ValueError(f"no demand weight for states {unknown}")
-    return np.array([DEMAND_WEIGHTS.get(s, 0.0) for s in states], dtype=np.float64)
+        raise ValueError(f"no weight for states {unknown}")
+    return np.array([weights.get(s, 0.0) for s in states], dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -143,6 +98,7 @@ class BankTables:
         sampler: inverse-CDF sampler of the generating kernel.
         llr: (S·S,) log K_A − log K_H per move (source·S + destination).
         weight: (S·S,) demand weight of each move's destination.
+        signal: (S·S,) engagement-signal weight of each move's destination.
         views: (S·S,) True where the move lands on the quoted view event.
         locks: (S·S,) True where the move lands on the cart-lock event.
         start: index of `<start>`.
@@ -152,6 +108,7 @@ class BankTables:
     sampler: InverseCdf
     llr: np.ndarray
     weight: np.ndarray
+    signal: np.ndarray
     views: np.ndarray
     locks: np.ndarray
     start: int
@@ -163,8 +120,10 @@ def bank_tables(
     kernel_human: np.ndarray,
     kernel_agent: np.ndarray,
     states: tuple[str, ...],
+    signal: dict[str, float] = DEMAND_WEIGHTS,
 ) -> BankTables:
-    """Precompute the tables of one class: `kernel` generates, the fitted pair scores."""
+    """Precompute the tables of one class: `kernel` generates, the fitted pair scores, `signal`
+    weighs the engagement before the quote (default: the demand proxy)."""
     start, end = states.index(START_TOKEN), states.index(END_TOKEN)
     for name, matrix in (
         ("kernel", kernel),
@@ -178,6 +137,7 @@ def bank_tables(
         sampler=sampling_cdf(kernel, start, end),
         llr=_llr(kernel_human, kernel_agent).ravel(),
         weight=state_weights(states)[dst],
+        signal=state_weights(states, signal)[dst],
         views=dst == states.index(QUOTED_VIEW),
         locks=dst == states.index(CART_LOCK),
         start=start,
@@ -218,6 +178,63 @@ def build_chain_bank(
         chain_parts.append(chains)
         move_parts.append(src * n_states + dst)
     chain, move = np.concatenate(chain_parts), np.concatenate(move_parts)
+    return _quote_time_statistics(chain, move, tables.llr[move], tables, size, f_coef)
+
+
+def session_bank(
+    trajectories: pl.Series,
+    folds: np.ndarray,
+    fold_llr: np.ndarray,
+    tables: BankTables,
+    f_coef: tuple[float, float] = (0.0, 1.0),
+) -> ChainBank:
+    """The quote-time statistics of real sessions, each scored out of fold.
+
+    Args:
+        trajectories: list[str] event names per session (no `<start>`/`<end>`), e.g. the
+            `trajectory` column of `labeled_sessions`.
+        folds: (n,) each session's fold.
+        fold_llr: (k, S·S) log K_A − log K_H per move of the class kernels fitted *without* fold
+            j (`fold_log_ratios`): a session is scored by kernels that never saw it.
+        tables: the class's `bank_tables` (signal and demand weights, quote events).
+        f_coef: (a, b) of the store's selected f = σ(a + b·gap).
+
+    Raises:
+        ValueError: if a fold has no kernel or the lengths disagree.
+    """
+    folds = np.asarray(folds, dtype=np.int64)
+    if folds.shape != (len(trajectories),) or (folds.size and folds.max() >= len(fold_llr)):
+        raise ValueError(f"need one fold in [0, {len(fold_llr)}) per session, got shape "
+                         f"{folds.shape} for {len(trajectories)} sessions")  # fmt: skip
+    if folds.size and folds.min() < 0:
+        raise ValueError(f"fold ids must be >= 0, got {folds.min()}")
+    encoded = encode_trajectories(trajectories)
+    n_states = int(np.sqrt(tables.llr.size))
+    move = encoded.src * n_states + encoded.dst
+    llr = np.asarray(fold_llr)[folds[encoded.session], move]
+    return _quote_time_statistics(encoded.session, move, llr, tables, len(trajectories), f_coef)
+
+
+def fold_log_ratios(
+    human_folds: Sequence[np.ndarray], agent_folds: Sequence[np.ndarray]
+) -> np.ndarray:
+    """(k, S·S) log K_A − log K_H per move of each fold's pair of class kernels."""
+    if len(human_folds) != len(agent_folds) or not human_folds:
+        raise ValueError(f"need as many human as agent fold kernels (>= 1), got "
+                         f"{len(human_folds)} and {len(agent_folds)}")  # fmt: skip
+    return np.stack([_llr(h, a).ravel() for h, a in zip(human_folds, agent_folds, strict=True)])
+
+
+def _quote_time_statistics(
+    chain: np.ndarray,
+    move: np.ndarray,
+    llr: np.ndarray,
+    tables: BankTables,
+    size: int,
+    f_coef: tuple[float, float],
+) -> ChainBank:
+    """Engagement before, score up to and weight of each chain's quote, from its transition
+    records (each chain's records in position order; `llr` per record)."""
     record = np.arange(chain.size)
     lock_at = _first_record(chain, np.flatnonzero(tables.locks[move]), size, chain.size)
     views = np.flatnonzero(tables.views[move] & (record < lock_at[chain]))
@@ -226,13 +243,13 @@ def build_chain_bank(
     quote_at = np.where(last_view >= 0, last_view, lock_at)
     before = record < quote_at[chain]
     prefix = record <= quote_at[chain]
-    weights = tables.weight[move]
-    llr_sum = np.bincount(chain, weights=np.where(prefix, tables.llr[move], 0.0), minlength=size)
+    signal = tables.signal[move]
+    llr_sum = np.bincount(chain, weights=np.where(prefix, llr, 0.0), minlength=size)
     n_prefix = np.bincount(chain, weights=prefix, minlength=size)
     return ChainBank(
-        engagement=np.bincount(chain, weights=np.where(before, weights, 0.0), minlength=size),
+        engagement=np.bincount(chain, weights=np.where(before, signal, 0.0), minlength=size),
         score=expit(f_coef[0] + f_coef[1] * llr_sum / np.maximum(n_prefix, 1)),
-        weight=np.bincount(chain, weights=weights, minlength=size),
+        weight=np.bincount(chain, weights=tables.weight[move], minlength=size),
     )
 
 

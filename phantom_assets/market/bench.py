@@ -15,9 +15,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from phantom_assets.market.ambiguity import alpha_half_width, robust_candidates
 from phantom_assets.market.demo import demo_spec
 from phantom_assets.market.env import make_env
-from phantom_assets.market.spec import alpha_half_width, robust_candidates
 
 logger = logging.getLogger(__name__)
 

@@ -1,11 +1,14 @@
-"""Compile one store's market v2: its class kernels, its detector and the market settings ->
-a `MarketSpec`.
+"""Compile one store's market (DESIGN §5 "Market v3"): its class kernels, its detector, its price
+model, its session banks and the market settings -> a `MarketSpec`.
 
-The valuation law and the volatility cost are `MarketSpec`'s defaults (their one definition); the
-compiler adds what is specific to the store: kernels, anchor prices, the chain banks sampled from
-the store's kernels and scored with the store's selected f, and the engagement scales derived
-from the store's human sessions (s0 and s_ref are multiples of the mean human engagement at the
-quote, so a markup means the same on stores whose visitors engage on different scales).
+Every term the logs identify comes from them, with its source recorded in `MarketSpec.sources`:
+the products and their anchors, the share of shoppers wanting each, the markup curve and the
+quote noise (`store_prices`), the engagement signal the store prices on, and the shoppers (the
+store's labelled sessions, out-of-fold f: the empirical bank). What they cannot identify is
+declared in `MarketConfig` -- the valuation law, marginal cost, quote cap, the reference
+engagement of a flagged session, s0 where the curve does not saturate -- and
+`market_sensitivity` sweeps it. A store without usable price logs gets the declared anchors
+(uniform in `declared_anchor_range`), markup and noise.
 """
 
 from __future__ import annotations
@@ -15,27 +18,26 @@ from typing import Any
 import numpy as np
 
 from phantom_assets.config import AgentsConfig, MarketConfig
-from phantom_assets.constants import KERNEL_STATES
+from phantom_assets.constants import ENGAGEMENT_SIGNALS, KERNEL_STATES
 from phantom_assets.market.bank import ChainBank, bank_tables, build_chain_bank
+from phantom_assets.market.prices import PriceModel
 from phantom_assets.market.spec import BANK_FIELDS, MarketSpec
 
 # Streams of `default_rng(anchor_seed + stream)`: anchors keep the stream the first compiler used.
 ANCHOR_STREAM = 1
 BANK_STREAM = 2
-ANCHOR_PRICE_RANGE = (90.0, 110.0)
 MAX_CHAIN_LEN = 64
-# s0 and s_ref as multiples of the mean human engagement at the quote: g(mean human) ≈ 0.28 and a
-# fully flagged session is quoted at g = 0.63. A large s0 keeps g near-linear over the long tail
-# of human engagement, so agents' clean sessions (a quarter of the human mean on the demo
-# stores) carry little markup: COI_A(K = 8) ≈ 0.24·COI_H there (README, market v2).
-ENGAGEMENT_SCALE_SHARE = 3.0
-REFERENCE_ENGAGEMENT_SHARE = 3.0
+VOLATILITY_COST_SHARE = 0.05
+"""η_ux: a unit change of the base level costs this share of a step's anchor revenue (shoppers ×
+mean anchor; declared, as in v2: 500 at 100 shoppers and anchors of 100)."""
 
 
-def anchor_prices(n_products: int, anchor_seed: int) -> np.ndarray:
-    """Per-product anchor prices, uniform over `ANCHOR_PRICE_RANGE`, rounded to cents."""
+def anchor_prices(
+    n_products: int, anchor_seed: int, price_range: tuple[float, float]
+) -> np.ndarray:
+    """Declared anchors of a store without price logs: uniform over `price_range`, in cents."""
     rng = np.random.default_rng(anchor_seed + ANCHOR_STREAM)
-    return np.round(rng.uniform(*ANCHOR_PRICE_RANGE, n_products), 2)
+    return np.round(rng.uniform(*price_range, n_products), 2)
 
 
 def chain_banks(
@@ -44,14 +46,37 @@ def chain_banks(
     size: int,
     seed: int,
     f_coef: tuple[float, float],
+    signal: str = "demand_proxy",
     states: tuple[str, ...] = KERNEL_STATES,
 ) -> tuple[ChainBank, ChainBank]:
-    """(human, agent) banks of `size` chains each, scored by the fitted pair with f_coef."""
+    """(human, agent) kernel banks of `size` chains each, scored by the fitted pair with f_coef,
+    their engagement in `signal` (`constants.ENGAGEMENT_SIGNALS`)."""
     rng = np.random.default_rng(seed)
-    tables = [bank_tables(k, kernel_human, kernel_agent, states)
+    weights = ENGAGEMENT_SIGNALS[signal]
+    tables = [bank_tables(k, kernel_human, kernel_agent, states, weights)
               for k in (kernel_human, kernel_agent)]  # fmt: skip
     human, agent = (build_chain_bank(t, size, rng, MAX_CHAIN_LEN, f_coef) for t in tables)
     return human, agent
+
+
+def _store_terms(
+    prices: PriceModel | None, config: MarketConfig, anchor_seed: int
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Products, anchors, demand shares, markup, noise and signal: from the price model when its
+    source is the logs, else declared; and the source of each."""
+    if prices is not None and prices.source == "logs":
+        anchors = prices.anchors.sort("product_id")
+        counts = anchors["n_quotes"].to_numpy().astype(np.float64)
+        terms = {"product_ids": tuple(anchors["product_id"]),
+                 "anchor": anchors["anchor"].to_numpy(), "product_weights": counts / counts.sum(),
+                 "markup": prices.markup, "quote_noise": prices.quote_noise,
+                 "signal": prices.signal}  # fmt: skip
+        return terms, dict.fromkeys(("anchor", "product_weights", "markup", "quote_noise"), "logs")
+    anchor = anchor_prices(config.declared_products, anchor_seed, config.declared_anchor_range)
+    terms = {"anchor": anchor, "markup": config.declared_markup,
+             "quote_noise": config.declared_quote_noise,
+             "signal": prices.signal if prices is not None else "demand_proxy"}  # fmt: skip
+    return terms, dict.fromkeys(("anchor", "product_weights", "markup", "quote_noise"), "declared")
 
 
 def compile_market_spec(
@@ -61,6 +86,8 @@ def compile_market_spec(
     anchor_seed: int,
     f_coef: tuple[float, float] = (0.0, 1.0),
     agents: AgentsConfig | None = None,
+    prices: PriceModel | None = None,
+    sessions: tuple[ChainBank, ChainBank] | None = None,
     **overrides: Any,
 ) -> MarketSpec:
     """The market of one store.
@@ -68,41 +95,74 @@ def compile_market_spec(
     Args:
         kernel_human: (S, S) full human kernel over `KERNEL_STATES` (rows = sources).
         kernel_agent: (S, S) full agent kernel.
-        config: the market settings (products, action grid, K, robustness, episode).
-        anchor_seed: seeds the store's anchor prices and chain banks (the store's index).
+        config: the market settings (action grid, declared assumptions, episode).
+        anchor_seed: seeds the declared anchors and the kernel banks (the store's index).
         f_coef: (a, b) of the store's selected agent score f = σ(a + b·gap).
         agents: the nominal K and the robust (α, K) ambiguity set (default `AgentsConfig()`).
+        prices: the store's price model (`store_prices`); None or declared: declared terms.
+        sessions: the store's (human, agent) session banks (`bank.session_bank`); used when
+            `config.bank` is "empirical" (required then).
         **overrides: any other `MarketSpec` field.
+
+    Raises:
+        ValueError: if the empirical bank is configured and no sessions are given.
     """
     agents = agents or AgentsConfig()
-    human, agent = chain_banks(kernel_human, kernel_agent, config.chain_bank_size,
-                               anchor_seed + BANK_STREAM, f_coef)  # fmt: skip
+    terms, sources = _store_terms(prices, config, anchor_seed)
+    signal = terms.pop("signal")
+    if config.bank == "empirical":
+        if sessions is None:
+            raise ValueError("MarketConfig.bank is 'empirical': pass the store's session banks")
+        human, agent = sessions
+    else:
+        human, agent = chain_banks(kernel_human, kernel_agent, config.chain_bank_size,
+                                   anchor_seed + BANK_STREAM, f_coef, signal)  # fmt: skip
     engaged = max(float(human.engagement.mean()), 1e-6)
+    fitted_s0 = prices is not None and prices.source == "logs" and prices.s0 is not None
+    s0 = float(prices.s0) if fitted_s0 else config.engagement_scale_share * engaged
+    markup = float(terms.pop("markup"))
+    markups = tuple(sorted({round(multiple * markup, 12) for multiple in config.markup_multiples}))
+    anchor = np.asarray(terms["anchor"], dtype=np.float64)
     banks = {
         f"{actor}_{name}": getattr(bank, name)
         for actor, bank in (("human", human), ("agent", agent))
         for name in BANK_FIELDS
     }
+    sources.update(
+        engagement_scale=prices.s0_source if fitted_s0 else "declared",  # type: ignore[union-attr]
+        signal="logs" if sources["markup"] == "logs" else "declared", bank=config.bank,
+        valuation="declared", cost_share="declared", price_cap="declared",
+        reference_engagement="declared",
+    )  # fmt: skip
     fields: dict[str, Any] = {
         "kernel_human": kernel_human,
         "kernel_agent": kernel_agent,
-        "anchor": anchor_prices(config.n_products, anchor_seed),
+        **terms,
         **banks,
+        "mu_human": config.valuation_mean,
+        "mu_agent": config.valuation_mean,
+        "sigma_human": config.valuation_sd,
+        "sigma_agent": config.valuation_sd,
+        "cost_share": config.cost_share,
+        "price_cap": config.price_cap,
         "base_levels": config.base_levels,
-        "markups": config.markups,
+        "markups": markups,
         "detector_strengths": config.detector_strengths,
-        "quote_noise": config.quote_noise,
-        "engagement_scale": ENGAGEMENT_SCALE_SHARE * engaged,
-        "reference_engagement": REFERENCE_ENGAGEMENT_SHARE * engaged,
+        "engagement_scale": s0,
+        "reference_engagement": config.reference_engagement_share * engaged,
         "nominal_k": agents.nominal_k,
         "robust_k_set": agents.robust_k_set,
         "robust_alpha_candidates": agents.robust_alpha_candidates,
         "ambiguity_radius_w1": agents.ambiguity_radius_w1,
         "shoppers_per_step": config.shoppers_per_step,
         "lam": config.lam,
+        "eta_ux": VOLATILITY_COST_SHARE * config.shoppers_per_step * float(anchor.mean()),
         "episode_steps": config.episode_steps,
         "f_intercept": f_coef[0],
         "f_slope": f_coef[1],
+        "signal": signal,
+        "bank": config.bank,
+        "sources": sources,
         **overrides,
     }
     return MarketSpec(**fields)

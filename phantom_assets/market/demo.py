@@ -6,6 +6,7 @@ needs no data.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -80,12 +81,14 @@ def demo_kernels(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 def demo_spec(seed: int = 0, config: MarketConfig | None = None, **overrides: Any) -> MarketSpec:
-    """The market compiled from the demo kernels, scored with the temperature f (T = 1).
+    """The market compiled from the demo kernels with a kernel bank (there are no sessions) and
+    declared prices (no price logs), scored with the temperature f (T = 1).
 
     Args:
-        seed: seeds the kernel noise, the per-product anchors and the chain banks.
-        config: market configuration (defaults to `MarketConfig()`).
+        seed: seeds the kernel noise, the declared anchors and the chain banks.
+        config: market configuration (defaults to `MarketConfig()`; its bank is "kernel" here).
         **overrides: any `MarketSpec` field (or `f_coef`).
     """
     human, agent = demo_kernels(seed)
-    return compile_market_spec(human, agent, config or MarketConfig(), seed, **overrides)
+    kernel_bank = dataclasses.replace(config or MarketConfig(), bank="kernel")
+    return compile_market_spec(human, agent, kernel_bank, seed, **overrides)

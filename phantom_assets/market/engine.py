@@ -61,7 +61,7 @@ class StepDraws(NamedTuple):
     Attributes:
         u_agent: (N,) a shopper is an agent under candidate α iff u_agent < α.
         product: (N,) the product each shopper wants.
-        z: (N,) standard normals; valuation v = μ_Y + σ_Y·z.
+        z: (N,) standard normals; valuation v = anchor of the product · (μ_Y + σ_Y·z).
         human_chain: (N,) index into the human bank of the shopper's session as a human.
         human_noise: (N,) quote noise u ∈ [−1, 1) of that session.
         agent_chain: (N, K_max) indices into the agent bank of its clean sessions as an agent.
@@ -78,19 +78,23 @@ class StepDraws(NamedTuple):
 
 
 def draw_step(
-    rng: np.random.Generator, n: int, n_products: int, k_max: int, bank_sizes: tuple[int, int]
+    rng: np.random.Generator,
+    n: int,
+    product_cdf: np.ndarray,
+    k_max: int,
+    bank_sizes: tuple[int, int],
 ) -> StepDraws:
     """Draw a step's common random numbers: one block of uniforms and one of normals, in a fixed
-    layout (for reproducibility and speed)."""
+    layout (for reproducibility and speed). A shopper wants the first product whose cumulative
+    weight (`MarketSpec.product_cdf`) exceeds its uniform draw."""
     u = rng.random((4 + 2 * k_max, n))
     # Row blocks of u: agent share, product, human chain, human noise, k_max agent chains, k_max
     # agent noises; indices are scaled in place (u is this step's own array).
-    u[1] *= n_products
     u[2] *= bank_sizes[0]
     u[4 : 4 + k_max] *= bank_sizes[1]
     return StepDraws(
         u_agent=u[0],
-        product=u[1].astype(np.int64),
+        product=np.searchsorted(product_cdf, u[1], side="right"),
         z=rng.standard_normal(n),
         human_chain=u[2].astype(np.int64),
         human_noise=2.0 * u[3] - 1.0,
@@ -126,10 +130,9 @@ def _aligned_rows(columns: tuple[np.ndarray, ...]) -> np.ndarray:
 
 
 class MarketConstants(NamedTuple):
-    """The market's scalar constants a step needs (in the compiled step's order)."""
+    """The market's scalar constants a step needs (in the compiled step's order); valuations are
+    multiples of the wanted product's anchor."""
 
-    p_low: float
-    p_high: float
     noise: float
     s0: float
     s_ref: float
@@ -160,7 +163,7 @@ class Engine:
 
     Attributes:
         anchor: (P,) anchor prices.
-        p_low, p_high: quote bounds.
+        p_low, p_high: (P,) quote bounds per product (p_low: the marginal cost).
         noise: w, quote-noise half-width.
         s0: engagement scale of g(s) = 1 − exp(−s/s0).
         s_ref: engagement a fully flagged session is quoted as.
@@ -169,8 +172,8 @@ class Engine:
     """
 
     anchor: np.ndarray
-    p_low: float
-    p_high: float
+    p_low: np.ndarray
+    p_high: np.ndarray
     noise: float
     s0: float
     s_ref: float
@@ -182,9 +185,8 @@ class Engine:
     @cached_property
     def constants(self) -> MarketConstants:
         """The scalar constants, as the compiled step takes them."""
-        return MarketConstants(float(self.p_low), float(self.p_high), float(self.noise),
-                               float(self.s0), float(self.s_ref), float(self.mu[0]),
-                               float(self.sigma[0]), float(self.mu[1]),
+        return MarketConstants(float(self.noise), float(self.s0), float(self.s_ref),
+                               float(self.mu[0]), float(self.sigma[0]), float(self.mu[1]),
                                float(self.sigma[1]))  # fmt: skip
 
     def step_tables(self, delta: float) -> StepTables:
@@ -201,16 +203,18 @@ class Engine:
 
 @njit(cache=True, boundscheck=True)
 def _step_totals(
-    level: float, markup: float, delta: float, constants: tuple, anchor: np.ndarray,
+    level: float, markup: float, delta: float, constants: tuple, prices: tuple,
     draws: tuple, alphas: np.ndarray, ks: np.ndarray, tables: tuple,
     decoys: tuple[np.ndarray, np.ndarray] | None,
 ) -> np.ndarray:  # fmt: skip
     """(C, len(Column) + P) totals of one step for every candidate (α_c, K_c); see
     `simulate_step`. `constants`, `draws` and `tables` are the fields of `MarketConstants`,
-    `StepDraws` and `StepTables` as plain tuples: numba's on-disk cache pickles argument types,
+    `StepDraws` and `StepTables` as plain tuples, `prices` the (P,) anchors, p_low and p_high:
+    numba's on-disk cache pickles argument types,
     and a NamedTuple's type names its class, so renaming one would break loading a stale cache.
     Bounds-checked: a malformed draw raises IndexError instead of reading past an array."""
-    p_low, p_high, w, s0, s_ref, mu_human, sigma_human, mu_agent, sigma_agent = constants
+    w, s0, s_ref, mu_human, sigma_human, mu_agent, sigma_agent = constants
+    anchor, lows, highs = prices
     u_agent, products, z, human_chains, human_noise, agent_chains, agent_noise = draws
     human, agent, human_g_undefended, human_reference = tables
     n, k_max = agent_chains.shape
@@ -223,6 +227,7 @@ def _step_totals(
     for i in range(n):
         product = products[i]
         base = anchor[product] * level
+        p_low, p_high = lows[product], highs[product]
         floor = max(p_low, base * (1.0 - w))
         # The shopper as a human: one session, quoted at δ and (human harm) at δ = 0.
         human_chain = human_chains[i]
@@ -236,7 +241,7 @@ def _step_totals(
         q_human = quote(base, markup, g_human, w, u, p_low, p_high)
         g_undefended = human_g_undefended[human_chain]
         q_undefended = quote(base, markup, g_undefended, w, u, p_low, p_high)
-        v_human = mu_human + sigma_human * z[i]
+        v_human = anchor[product] * (mu_human + sigma_human * z[i])
         buys = 1.0 if v_human >= q_human else 0.0
         buys_undefended = 1.0 if v_human >= q_undefended else 0.0
         lost = max(buys_undefended - buys, 0.0)
@@ -257,7 +262,7 @@ def _step_totals(
             flagged_total += lift * f > s
             best[j], best_chain[j] = running, running_chain
             score_sum[j], weight_sum[j], flagged_sum[j] = f_total, weight_total, flagged_total
-        v_agent = mu_agent + sigma_agent * z[i]
+        v_agent = anchor[product] * (mu_agent + sigma_agent * z[i])
         reference = base * (1.0 + markup * human_reference)
         for c in range(alphas.size):
             row = totals[c]
@@ -324,8 +329,9 @@ def simulate_step(
         raise ValueError(f"alphas and ks must be 1-D of one length, got {alphas.shape}, {ks.shape}")
     if ks.size and not 1 <= ks.min() <= ks.max() <= k_max:
         raise ValueError(f"ks must lie in [1, K_max = {k_max}] of the draws, got {ks.tolist()}")
-    return _step_totals(float(level), float(m), float(delta), tuple(engine.constants),
-                        engine.anchor, tuple(draws), alphas, ks, tuple(engine.step_tables(delta)),
+    prices = (engine.anchor, engine.p_low, engine.p_high)
+    return _step_totals(float(level), float(m), float(delta), tuple(engine.constants), prices,
+                        tuple(draws), alphas, ks, tuple(engine.step_tables(delta)),
                         decoy_scores)  # fmt: skip
 
 

@@ -9,6 +9,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.wrappers import TimeLimit
 
+from phantom_assets.market.ambiguity import alpha_half_width, robust_candidates
 from phantom_assets.market.engine import (
     DETECTOR_MODES,
     STEP_COLUMNS,
@@ -19,7 +20,7 @@ from phantom_assets.market.engine import (
     draw_step,
     simulate_step,
 )
-from phantom_assets.market.spec import MarketSpec, alpha_half_width, robust_candidates
+from phantom_assets.market.spec import MarketSpec
 
 OBS_EXTRA: tuple[str, ...] = ("score_mean", "alpha_hat", "low_engagement_share", "markup",
                               "detector")  # fmt: skip
@@ -109,6 +110,7 @@ class PricingMarketEnv(gym.Env):
         self._score_means = (float(human.score.mean()), float(agent.score.mean()))
         self._bank_sizes = (human.size, agent.size)
         self._price_span = spec.p_high - spec.p_low
+        self._product_cdf = spec.product_cdf
         self._maxima = (max(max(spec.markups), 1e-12), max(max(spec.detector_strengths), 1e-12))
         self.alpha, self.k = self.base_alpha, self.base_k
         self._candidates = Candidates(np.array([self.alpha]), np.array([self.k]))
@@ -126,7 +128,7 @@ class PricingMarketEnv(gym.Env):
         level, m, delta = self._action_values[action]
         alphas, ks = candidates
         k_max = int(ks.max())
-        draws = draw_step(self.np_random, self.market.shoppers_per_step, self.market.n_products,
+        draws = draw_step(self.np_random, self.market.shoppers_per_step, self._product_cdf,
                           k_max, self._bank_sizes)  # fmt: skip
         decoys = None
         if self.detector == "permuted":

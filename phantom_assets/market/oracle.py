@@ -45,8 +45,8 @@ def episode_draws(spec: MarketSpec, seed: int, k_max: int, steps: int) -> StepDr
     rng = np.random.default_rng(seed)
     rng.integers(2**63)  # the env's ablation-stream seed, drawn first in `reset`
     sizes = tuple(bank.size for bank in spec.banks)
-    n, p = spec.shoppers_per_step, spec.n_products
-    draws = [draw_step(rng, n, p, k_max, sizes) for _ in range(ENV_PREFIX_DRAWS + steps)]
+    n, cdf = spec.shoppers_per_step, spec.product_cdf
+    draws = [draw_step(rng, n, cdf, k_max, sizes) for _ in range(ENV_PREFIX_DRAWS + steps)]
     return StepDraws(*(np.concatenate(field) for field in zip(*draws[1:], strict=True)))
 
 

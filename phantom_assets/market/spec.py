@@ -1,11 +1,5 @@
-"""`MarketSpec`: everything the market v2 env needs, compiled per store (DESIGN §5).
-
-Also the ambiguity set of the robust mode. α is ambiguous because the shop never sees classes,
-only behaviour; for the mixture family P_α = (1 − α)·P_H + α·P_A of any 1-D session feature,
-W1(P_α, P_α′) = |α − α′|·W1(P_H, P_A). With the quote-time engagement law of the two classes' banks
-as the feature, a Wasserstein-1 ball of radius ε is the α interval of half-width ε / W1(s_H, s_A),
-clipped to [0, 1]: the more alike the classes engage, the wider it is.
-"""
+"""`MarketSpec`: everything the market env needs, compiled per store (DESIGN §5 "Market v3"); its
+robust mode's ambiguity set is `market.ambiguity`'s."""
 
 from __future__ import annotations
 
@@ -30,31 +24,41 @@ BANK_FIELDS: tuple[str, ...] = ("engagement", "score", "weight")
 _BANK_ARRAYS: tuple[str, ...] = tuple(
     f"{actor}_{name}" for actor in ("human", "agent") for name in BANK_FIELDS
 )
-_ARRAY_FIELDS: tuple[str, ...] = ("kernel_human", "kernel_agent", "anchor", *_BANK_ARRAYS)
+_ARRAY_FIELDS: tuple[str, ...] = (
+    "kernel_human", "kernel_agent", "anchor", "product_weights", *_BANK_ARRAYS,
+)  # fmt: skip
 _TUPLE_FIELDS: tuple[str, ...] = (
+    "product_ids",
     "base_levels",
     "markups",
     "detector_strengths",
     "robust_k_set",
     "states",
 )
+SOURCES: tuple[str, ...] = ("logs", "fitted", "declared", "empirical", "kernel")
+"""Where a spec term comes from: the store's logs (or a fit to them), a declared assumption, the
+store's real sessions (an empirical bank) or chains sampled from its kernels."""
 
 
 @dataclass(frozen=True, eq=False)
 class MarketSpec:
-    """A compiled market: kernels, chain banks, valuation law, the engine's quoting rule, the
-    action grid, reward and robustness settings.
+    """A compiled market: the store's products and prices, session banks, valuation law, the
+    engine's quoting rule, the action grid, reward and robustness settings.
 
     Attributes:
-        kernel_human, kernel_agent: (S, S) fitted class kernels over `states` (rows = sources);
-            provenance of the banks.
-        anchor: (n_products,) anchor price per product; `base = anchor · level`.
+        kernel_human, kernel_agent: (S, S) fitted class kernels over `states` (rows = sources).
+        anchor: (P,) anchor price per product (the store's zero-engagement quote); `base =
+            anchor · level`.
+        product_ids: (P,) the products as the store's logs name them.
+        product_weights: (P,) the share of shoppers who want each product (sums to 1).
         human_engagement, human_score, human_weight: the human `ChainBank` (quote-time
-            engagement s, prefix agent score f, chain demand weight), one entry per chain.
+            engagement s in the store's signal, prefix agent score f, session demand weight).
         agent_engagement, agent_score, agent_weight: the agent bank (clean sessions).
-        mu_human, sigma_human, mu_agent, sigma_agent: Normal valuation law per class. The same
-            law by default: an agent carries its principal's willingness to pay.
-        p_low, p_high: quote bounds (p_low is the marginal cost).
+        mu_human, sigma_human, mu_agent, sigma_agent: Normal valuation law per class, × the
+            anchor of the wanted product. The same law by default: an agent carries its
+            principal's willingness to pay.
+        cost_share: marginal cost p_low = cost_share × anchor (per product).
+        price_cap: highest quote p_high = price_cap × anchor (per product).
         base_levels, markups, detector_strengths: the action grid (level × m × δ).
         quote_noise: w, half-width of the relative quote noise u ~ U(−1, 1).
         engagement_scale: s0 of the markup g(s) = 1 − exp(−s/s0).
@@ -69,6 +73,9 @@ class MarketSpec:
         episode_steps: time limit used by `make_env`.
         f_intercept, f_slope: the store's selected agent score f = σ(a + b·gap) the banks use.
         states: the kernel state labels.
+        signal: the engagement signal the store prices on (`constants.ENGAGEMENT_SIGNALS`).
+        bank: "empirical" (the store's labelled sessions) or "kernel" (sampled chains).
+        sources: where each term comes from (`SOURCES`), by term name; reports show it.
     """
 
     kernel_human: np.ndarray
@@ -80,16 +87,20 @@ class MarketSpec:
     agent_engagement: np.ndarray
     agent_score: np.ndarray
     agent_weight: np.ndarray
-    mu_human: float = 150.0
-    sigma_human: float = 25.0
-    mu_agent: float = 150.0
-    sigma_agent: float = 25.0
-    p_low: float = 50.0
-    p_high: float = 250.0
+    product_ids: tuple[str, ...] = ()
+    product_weights: np.ndarray | None = None
+    mu_human: float = _DEFAULTS.valuation_mean
+    sigma_human: float = _DEFAULTS.valuation_sd
+    mu_agent: float = _DEFAULTS.valuation_mean
+    sigma_agent: float = _DEFAULTS.valuation_sd
+    cost_share: float = _DEFAULTS.cost_share
+    price_cap: float = _DEFAULTS.price_cap
     base_levels: tuple[float, ...] = _DEFAULTS.base_levels
-    markups: tuple[float, ...] = _DEFAULTS.markups
+    markups: tuple[float, ...] = tuple(
+        m * _DEFAULTS.declared_markup for m in _DEFAULTS.markup_multiples
+    )
     detector_strengths: tuple[float, ...] = _DEFAULTS.detector_strengths
-    quote_noise: float = _DEFAULTS.quote_noise
+    quote_noise: float = _DEFAULTS.declared_quote_noise
     engagement_scale: float = 10.0
     reference_engagement: float = 20.0
     nominal_k: int = _AGENTS.nominal_k
@@ -103,9 +114,20 @@ class MarketSpec:
     f_intercept: float = 0.0
     f_slope: float = 1.0 / DEFAULT_TEMPERATURE
     states: tuple[str, ...] = KERNEL_STATES
+    signal: str = "demand_proxy"
+    bank: str = "kernel"
+    sources: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        """Coerce arrays to read-only float64, tuples to tuples, and validate every field."""
+        """Coerce arrays to read-only float64, tuples to tuples, and validate every field.
+
+        Without `product_ids` the products are named P01, P02, …; without `product_weights`
+        shoppers want every product alike."""
+        n = int(np.size(self.anchor))
+        if not self.product_ids:
+            object.__setattr__(self, "product_ids", tuple(f"P{i + 1:02d}" for i in range(n)))
+        if self.product_weights is None:
+            object.__setattr__(self, "product_weights", np.full(n, 1.0 / max(n, 1)))
         for name in _ARRAY_FIELDS:
             arr = np.array(getattr(self, name), dtype=np.float64, copy=True)
             arr.setflags(write=False)
@@ -123,9 +145,15 @@ class MarketSpec:
         checks: dict[str, bool] = {
             "anchor": self.anchor.ndim == 1 and self.anchor.size >= 1
             and bool(np.all(self.anchor > 0)),
+            "product_ids": len(self.product_ids) == self.anchor.size
+            and len(set(self.product_ids)) == self.anchor.size,
+            "product_weights": self.product_weights.shape == self.anchor.shape
+            and bool(np.all(self.product_weights >= 0))
+            and abs(float(self.product_weights.sum()) - 1.0) < 1e-9,
             "sigma_human": self.sigma_human > 0,
             "sigma_agent": self.sigma_agent > 0,
-            "p_low": 0 <= self.p_low < self.p_high,
+            "cost_share": 0 <= self.cost_share < 1.0,
+            "price_cap": self.price_cap > 1.0,
             "base_levels": len(self.base_levels) >= 1 and min(self.base_levels) > 0,
             "markups": len(self.markups) >= 1 and min(self.markups) >= 0,
             "detector_strengths": len(self.detector_strengths) >= 1
@@ -144,6 +172,8 @@ class MarketSpec:
             "episode_steps": self.episode_steps >= 1,
             "f_intercept": bool(np.isfinite(self.f_intercept)),
             "f_slope": bool(np.isfinite(self.f_slope)),
+            "bank": self.bank in ("empirical", "kernel"),
+            "sources": all(v in SOURCES for v in self.sources.values()),
         }  # fmt: skip
         for name, ok in checks.items():
             if not ok:
@@ -161,6 +191,29 @@ class MarketSpec:
     def n_products(self) -> int:
         """Number of products (length of `anchor`)."""
         return int(self.anchor.size)
+
+    @property
+    def p_low(self) -> np.ndarray:
+        """(P,) marginal cost per product: the lowest quote and the zero of profit."""
+        return self.cost_share * self.anchor
+
+    @property
+    def p_high(self) -> np.ndarray:
+        """(P,) highest quote per product."""
+        return self.price_cap * self.anchor
+
+    @property
+    def mean_cost(self) -> float:
+        """Marginal cost of the product a shopper wants, on average over the product shares."""
+        return float(self.product_weights @ self.p_low)
+
+    @property
+    def product_cdf(self) -> np.ndarray:
+        """(P,) cumulative product weights, last exactly 1 (a shopper's product is the first
+        entry above its uniform draw)."""
+        cdf = np.cumsum(self.product_weights)
+        cdf[-1] = 1.0
+        return cdf
 
     @property
     def action_shape(self) -> tuple[int, int, int]:
@@ -221,52 +274,13 @@ class MarketSpec:
         """Read a spec written by `save`; a folder of an older spec layout fails naming it."""
         folder = Path(directory)
         scalars = json.loads((folder / SPEC_SCALARS_FILE).read_text())
+        fields = {f.name for f in dataclasses.fields(cls)}
         with np.load(folder / SPEC_ARRAYS_FILE) as data:
             missing = [name for name in _ARRAY_FIELDS if name not in data]
-            if missing:
-                raise ValueError(f"{folder / SPEC_ARRAYS_FILE} lacks {missing} (a market v1 "
-                                 f"spec?); re-materialize market_simulators")  # fmt: skip
+            unknown = sorted(set(scalars) - fields)
+            if missing or unknown:
+                raise ValueError(f"{folder} holds an older market spec layout (arrays missing: "
+                                 f"{missing}, fields unknown: {unknown}); re-materialize "
+                                 f"market_simulators")  # fmt: skip
             arrays = {name: data[name] for name in _ARRAY_FIELDS}
         return cls(**scalars, **arrays)
-
-
-def engagement_w1(human: ChainBank, agent: ChainBank, grid: int = 4096) -> float:
-    """W1 between the two banks' quote-time engagement laws: ∫₀¹ |F_H⁻¹(u) − F_A⁻¹(u)| du on a
-    midpoint grid of `grid` quantiles."""
-    u = (np.arange(grid) + 0.5) / grid
-    return float(np.mean(np.abs(np.quantile(human.engagement, u)
-                                - np.quantile(agent.engagement, u))))  # fmt: skip
-
-
-def alpha_half_width(spec: MarketSpec) -> float:
-    """Half-width ε / W1(s_H, s_A) of the α ambiguity interval, at most 1.
-
-    When both classes engage alike (W1 = 0) α is not identifiable and the whole [0, 1] interval
-    is ambiguous (half-width 1); with ε = 0 the half-width is 0.
-    """
-    if spec.ambiguity_radius_w1 == 0:
-        return 0.0
-    w1 = engagement_w1(*spec.banks)
-    return 1.0 if w1 <= 0 else float(min(spec.ambiguity_radius_w1 / w1, 1.0))
-
-
-def alpha_interval(
-    spec: MarketSpec, alpha: float, half_width: float | None = None
-) -> tuple[float, float]:
-    """The ambiguity interval [α − h, α + h] ∩ [0, 1] around nominal `alpha`."""
-    if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
-    half = alpha_half_width(spec) if half_width is None else half_width
-    return max(0.0, alpha - half), min(1.0, alpha + half)
-
-
-def robust_candidates(
-    spec: MarketSpec, alpha: float, half_width: float | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """(α, K) candidates of the robust mode: every pair of `robust_alpha_candidates` evenly spaced
-    α over the ambiguity interval and the spec's K candidates, as two aligned arrays."""
-    low, high = alpha_interval(spec, alpha, half_width)
-    alphas = np.unique(np.linspace(low, high, spec.robust_alpha_candidates))
-    ks = np.asarray(sorted(set(spec.robust_k_set)), dtype=np.int64)
-    grid_alpha, grid_k = np.meshgrid(alphas, ks, indexing="ij")
-    return grid_alpha.ravel(), grid_k.ravel()

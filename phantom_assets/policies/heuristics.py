@@ -191,7 +191,7 @@ def profit_optimal_level(
     price: tuple[float, float],
 ) -> int:  # fmt: skip
     """Index of the base level maximising `(price(level) − p_low)·max(0, demand(level))` for
-    fitted lines `demand` and `price` (intercept, slope)."""
+    fitted lines `demand` and `price` (intercept, slope); `p_low`: the mean marginal cost."""
     x = np.asarray(levels, dtype=np.float64)
     purchases = np.maximum(demand[0] + demand[1] * x, 0.0)
     return int(np.argmax((price[0] + price[1] * x - p_low) * purchases))
@@ -229,7 +229,7 @@ def fit_linear_policy(
     sold = purchases > 0
     demand = fit_line(level, purchases)
     price = fit_line(level[sold], revenue[sold] / purchases[sold])
-    best = profit_optimal_level(spec.base_levels, spec.p_low, demand, price)
+    best = profit_optimal_level(spec.base_levels, spec.mean_cost, demand, price)
     logger.info("linear fit: q = %.2f %+.2f·level, p = %.2f %+.2f·level -> level %d",
                 *demand, *price, best)  # fmt: skip
     summary = {"demand": list(demand), "price": list(price), "level": best,

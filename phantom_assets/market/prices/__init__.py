@@ -28,9 +28,14 @@ from phantom_assets.market.prices.features import (
     signal_column,
     view_quotes,
 )
-from phantom_assets.market.prices.model import PriceFitParams, fit_price_model
+from phantom_assets.market.prices.model import PriceFitParams, fit_price_model, markup_at_scale
 from phantom_assets.market.prices.plots import plot_observed_coi
-from phantom_assets.market.prices.result import ANCHOR_SCHEMA, PriceModel, declared_price_model
+from phantom_assets.market.prices.result import (
+    ANCHOR_SCHEMA,
+    PriceModel,
+    declared_price_model,
+    price_model_markdown,
+)
 from phantom_assets.market.prices.store import read_store_prices, write_store_prices
 from phantom_assets.market.prices.valuation import ValuationBound, valuation_bound
 
@@ -47,8 +52,10 @@ __all__ = [
     "declared_price_model",
     "exclusion_counts",
     "fit_price_model",
+    "markup_at_scale",
     "observed_coi",
     "plot_observed_coi",
+    "price_model_markdown",
     "quote_features",
     "read_store_prices",
     "signal_column",

@@ -31,19 +31,25 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from phantom_assets.config import MarketConfig
 from phantom_assets.constants import DEFAULT_FOLDS, ENGAGEMENT_SIGNALS, NO_MARKUP_SIGNAL
-from phantom_assets.market.compile import ENGAGEMENT_SCALE_SHARE
 from phantom_assets.market.prices.clustered import cluster_mean, group_means, t_interval
 from phantom_assets.market.prices.curve import fit_curve, markup_curve
 from phantom_assets.market.prices.features import exclusion_counts, signal_column, view_quotes
 from phantom_assets.market.prices.result import ANCHOR_SCHEMA, PriceModel, declared_price_model
 from phantom_assets.market.prices.selection import select_signal
 
-__all__ = ["CI_METHOD", "DECLARED_S0_SHARE", "PriceFitParams", "fit_price_model"]
+__all__ = [
+    "CI_METHOD",
+    "DECLARED_S0_SHARE",
+    "PriceFitParams",
+    "fit_price_model",
+    "markup_at_scale",
+]
 
 logger = logging.getLogger(__name__)
 
-DECLARED_S0_SHARE = ENGAGEMENT_SCALE_SHARE  # s0 = 3 × mean human engagement at the quote
+DECLARED_S0_SHARE = MarketConfig().engagement_scale_share  # × mean human engagement at quotes
 CI_METHOD = "CR3 sandwich clustered by experiment, t with Bell-McCaffrey df per parameter"
 
 
@@ -58,6 +64,8 @@ class PriceFitParams:
         signals: Candidate engagement signals (keys of `constants.ENGAGEMENT_SIGNALS`).
         cv_folds: Folds of the experiment-clustered cross-validation.
         level: Confidence level of every interval.
+        declared_s0_share: s0 where the logs cannot identify it, × the mean human engagement
+            at the quote (`MarketConfig.engagement_scale_share`).
     """
 
     min_quotes_per_product: int = 20
@@ -66,6 +74,7 @@ class PriceFitParams:
     signals: tuple[str, ...] = field(default_factory=lambda: tuple(ENGAGEMENT_SIGNALS))
     cv_folds: int = DEFAULT_FOLDS
     level: float = 0.95
+    declared_s0_share: float = DECLARED_S0_SHARE
 
     def __post_init__(self) -> None:
         """Raises ValueError naming a bad value."""
@@ -93,11 +102,11 @@ class _Curve:
     s0_source: str = "declared"
 
 
-def _declared_s0(views: pl.DataFrame, column: str) -> float:
-    """`DECLARED_S0_SHARE` × mean human engagement at the quote (all actors if no human)."""
+def _declared_s0(views: pl.DataFrame, column: str, share: float) -> float:
+    """`share` × mean human engagement at the quote (all actors if no human)."""
     human = views.filter(pl.col("actor") == "human")[column]
     mean = float((human if human.len() else views[column]).mean() or 0.0)
-    return DECLARED_S0_SHARE * mean if mean > 0 else 1.0
+    return share * mean if mean > 0 else 1.0
 
 
 def _fit_curve(y, s, product, cluster, declared_s0: float, level: float):
@@ -145,19 +154,7 @@ def fit_price_model(quotes: pl.DataFrame, params: PriceFitParams | None = None) 
         raise ValueError(f"quotes lack the engagement columns {missing}; use quote_features")
     store = stores[0] if stores else "unknown"
     counts = exclusion_counts(quotes)
-    views = view_quotes(quotes).with_columns(
-        pl.col("experiment_id").fill_null(pl.col("session_id"))  # a session is its own cluster
-    )
-    products = (
-        views.group_by("product_id")
-        .agg(
-            n_quotes=pl.len(),
-            n_sessions=pl.col("session_id").n_unique(),
-            n_experiments=pl.col("experiment_id").n_unique(),
-        )
-        .sort("product_id")
-        .with_columns(pooled=pl.col("n_quotes") < params.min_quotes_per_product)
-    )
+    views, products = _views_and_products(quotes, params.min_quotes_per_product)
     n_xp = views["experiment_id"].n_unique()
     why = (f"{views.height} usable view quotes < min_store_quotes {params.min_store_quotes}"
            if views.height < params.min_store_quotes
@@ -171,6 +168,51 @@ def fit_price_model(quotes: pl.DataFrame, params: PriceFitParams | None = None) 
     return _fit(store, views, products, counts, params)
 
 
+def _views_and_products(
+    quotes: pl.DataFrame, min_quotes_per_product: int
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The usable view quotes (a session without an experiment is its own cluster) and their
+    products with counts and the `pooled` flag."""
+    session = pl.col("session_id")
+    views = view_quotes(quotes).with_columns(pl.col("experiment_id").fill_null(session))
+    products = (
+        views.group_by("product_id")
+        .agg(
+            n_quotes=pl.len(),
+            n_sessions=pl.col("session_id").n_unique(),
+            n_experiments=pl.col("experiment_id").n_unique(),
+        )
+        .sort("product_id")
+        .with_columns(pooled=pl.col("n_quotes") < min_quotes_per_product)
+    )
+    return views, products
+
+
+def _design(views: pl.DataFrame, products: pl.DataFrame) -> tuple[np.ndarray, ...]:
+    """(product index, experiment cluster index, log price) per view quote."""
+    pids = products["product_id"].to_list()
+    product = views["product_id"].replace_strict(pids, list(range(len(pids)))).to_numpy()
+    _, cluster = np.unique(views["experiment_id"].to_numpy(), return_inverse=True)
+    return product, cluster, np.log(views["price"].to_numpy())
+
+
+def markup_at_scale(
+    quotes: pl.DataFrame, model: PriceModel, s0: float, params: PriceFitParams | None = None
+) -> float:
+    """m of `model`'s curve refitted on the same quotes with s0 held at `s0`: the markup a
+    declared s0 implies (`market_sensitivity` sweeps s0 when the logs cannot identify it)."""
+    if model.source != "logs" or model.markup_source != "fitted":
+        return float(model.markup)
+    params = params or PriceFitParams()
+    views, products = _views_and_products(quotes, params.min_quotes_per_product)
+    product, cluster, y = _design(views, products)
+    rich = ~products["pooled"].to_numpy()[product]
+    local = (np.cumsum(~products["pooled"].to_numpy()) - 1)[product[rich]]
+    _, rich_cluster = np.unique(cluster[rich], return_inverse=True)
+    s = views[signal_column(model.signal)].to_numpy()[rich]
+    return float(fit_curve(y[rich], s, local, rich_cluster, log_s0=math.log(s0)).markup)
+
+
 def _fit(
     store: str,
     views: pl.DataFrame,
@@ -180,10 +222,8 @@ def _fit(
 ) -> PriceModel:
     """The fit proper (the store has enough quotes, experiments and products)."""
     pids = products["product_id"].to_list()
-    product = views["product_id"].replace_strict(pids, list(range(len(pids)))).to_numpy()
+    product, cluster, y = _design(views, products)
     xp_ids = views["experiment_id"].to_numpy()
-    _, cluster = np.unique(xp_ids, return_inverse=True)
-    y = np.log(views["price"].to_numpy())
     signals = {name: views[signal_column(name)].to_numpy() for name in params.signals}
     scores = select_signal(y, signals, product, xp_ids, params.cv_folds)
     s = signals[scores.selected]
@@ -194,7 +234,7 @@ def _fit(
     n_rich = int((~pooled).sum())
     anchors = np.full((3, len(pids)), np.nan)
     if scores.selected != NO_MARKUP_SIGNAL and np.any(s[rich] > 0):
-        declared_s0 = _declared_s0(views, signal_column(scores.selected))
+        declared_s0 = _declared_s0(views, signal_column(scores.selected), params.declared_s0_share)
         fit, curve = _fit_curve(y[rich], s[rich], local, rich_cluster, declared_s0, params.level)
         se = np.sqrt(np.diag(fit.vcov)[:n_rich])
         lo, hi = t_interval(fit.log_anchor, se, fit.df[:n_rich], params.level)

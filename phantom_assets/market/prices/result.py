@@ -1,10 +1,10 @@
 """`PriceModel`, the record `store_prices` writes, and the declared defaults (DESIGN §5 v3, §12).
 
 A store without enough price logs gets `declared_price_model`: no fitted anchors (the market falls
-back to its declared anchors, `market.compile.anchor_prices`: uniform in `ANCHOR_PRICE_RANGE`), the
-market's default markup (the middle of `MarketConfig.markups`) and quote noise
-(`MarketConfig.quote_noise`), the demand-proxy signal (DESIGN §5 v2) and no s0 (the market's
-engagement-scale rule applies), each with source "declared" and `reason` saying why.
+back to its declared anchors, `market.compile.anchor_prices`: uniform in the declared range), the
+declared markup and quote noise (`MarketConfig.declared_markup`, `declared_quote_noise`), the
+demand-proxy signal (DESIGN §5 v2) and no s0 (the market's engagement-scale rule applies), each
+with source "declared" and `reason` saying why.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import polars as pl
 
 from phantom_assets.config import MarketConfig
 from phantom_assets.constants import ENGAGEMENT_SIGNALS
-from phantom_assets.market.compile import ANCHOR_PRICE_RANGE
 
 __all__ = [
     "ANCHOR_SCHEMA",
@@ -27,6 +26,7 @@ __all__ = [
     "PRICE_SOURCES",
     "PriceModel",
     "declared_price_model",
+    "price_model_markdown",
     "uniform_half_width",
 ]
 
@@ -43,8 +43,8 @@ ANCHOR_SCHEMA: dict[str, Any] = {
 }
 """Columns of `anchors.parquet` (§12: product_id, anchor, n_quotes, n_sessions + CI, pooling)."""
 _MARKET = MarketConfig()
-DECLARED_MARKUP = _MARKET.markups[len(_MARKET.markups) // 2]
-DECLARED_QUOTE_NOISE = _MARKET.quote_noise
+DECLARED_MARKUP = _MARKET.declared_markup
+DECLARED_QUOTE_NOISE = _MARKET.declared_quote_noise
 DECLARED_SIGNAL = "demand_proxy"  # DESIGN §5 v2: the market's engagement is the demand proxy
 _NAN2 = (math.nan, math.nan)
 
@@ -171,5 +171,30 @@ def declared_price_model(
         s0_ci=_NAN2, s0_source="declared", noise_sd=DECLARED_QUOTE_NOISE / math.sqrt(3.0),
         noise_sd_ci=_NAN2, n_quotes=n, n_sessions=count("session_id"),
         n_experiments=count("experiment_id"), excluded=dict(excluded),
-        ci_method=f"declared (anchors: uniform in {ANCHOR_PRICE_RANGE}, market.compile)",
+        ci_method=f"declared (anchors: uniform in {_MARKET.declared_anchor_range}, "
+        f"MarketConfig.declared_anchor_range)",
     )  # fmt: skip
+
+
+def price_model_markdown(model: PriceModel) -> str:
+    """The price model as a markdown table (source, signal, markup, s0, noise, counts)."""
+
+    def ci(pair: tuple[float, float]) -> str:
+        return "" if not all(map(math.isfinite, pair)) else f" [{pair[0]:.4g}, {pair[1]:.4g}]"
+
+    s0 = "the market's rule" if model.s0 is None else f"{model.s0:.4g}{ci(model.s0_ci)}"
+    rows = {
+        "source": model.source + (f" ({model.reason})" if model.reason else ""),
+        "engagement signal": model.signal,
+        "markup m": f"{model.markup:.4g}{ci(model.markup_ci)} ({model.markup_source})",
+        "engagement scale s0": f"{s0} ({model.s0_source})",
+        "quote noise σ (w = √3·σ)": f"{model.noise_sd:.4g}{ci(model.noise_sd_ci)} "
+        f"(w = {model.quote_noise:.4g})",
+        "products / view quotes / sessions / experiments": f"{model.anchors.height} / "
+        f"{model.n_quotes:,} / {model.n_sessions:,} / {model.n_experiments:,}",
+        "excluded price logs": ", ".join(f"{k} {v}" for k, v in model.excluded.items() if v)
+        or "none",
+        "intervals": model.ci_method,
+    }
+    body = "\n".join(f"| {name} | {value} |" for name, value in rows.items())
+    return f"| term | value |\n|---|---|\n{body}"

@@ -13,13 +13,11 @@ from typing import Any
 
 import polars as pl
 
+from phantom_assets.lake import ANCHORS_FILE, PRICE_MODEL_FILE
 from phantom_assets.market.prices.result import ANCHOR_SCHEMA, PRICE_SOURCES, PriceModel
 from phantom_assets.storage import write_json_atomic, write_parquet_atomic
 
-__all__ = ["ANCHORS_FILE", "PRICE_MODEL_FILE", "read_store_prices", "write_store_prices"]
-
-ANCHORS_FILE = "anchors.parquet"
-PRICE_MODEL_FILE = "price_model.json"
+__all__ = ["read_store_prices", "write_store_prices"]
 _REQUIRED = (
     "store", "source", "reason", "quote_noise", "noise_sd", "noise_sd_ci_low", "noise_sd_ci_high",
     "markup", "markup_ci_low", "markup_ci_high", "markup_source", "s0", "s0_ci_low", "s0_ci_high",

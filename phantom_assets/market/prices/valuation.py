@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -48,6 +49,16 @@ class ValuationBound:
     mu_min: float
     mu_min_point: float
     level: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields (`valuation_bound.json`; non-finite numbers become null)."""
+
+        def num(x: float) -> float | None:
+            return float(x) if math.isfinite(x) else None
+
+        return {"sigma_rel": self.sigma_rel, "mu_min": num(self.mu_min),
+                "mu_min_point": num(self.mu_min_point), "level": self.level,
+                "curve": self.curve.to_dicts()}  # fmt: skip
 
 
 def _bound(r_low: np.ndarray, conversion: np.ndarray, sigma: float) -> float:

@@ -18,7 +18,7 @@ from phantom_assets.contamination import (
     n_synthetic,
     sample_chains,
 )
-from phantom_assets.market import detector_scores
+from tests.unit.market.oracles import detector_scores
 
 MIX = {"p1": 0.5, "p2": 0.3, "p3": 0.2}
 GAPS = np.array([0.5, 2.0, 7.0])

@@ -6,8 +6,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.special import expit
 
+from phantom_assets.contamination.chains import PAD
 from phantom_assets.market import STEP_COLUMNS
+from phantom_assets.market.bank import PROB_FLOOR
 
 
 def brute_force_totals(spec, action, draws, alpha, k, decoys=None):
@@ -20,8 +23,9 @@ def brute_force_totals(spec, action, draws, alpha, k, decoys=None):
     def g(s):
         return 1 - math.exp(-s / s0)
 
-    def quote(base, g_eff, u):
-        return min(max(base * (1 + m * g_eff) * (1 + w * u), spec.p_low), spec.p_high)
+    def quote(base, g_eff, u, product):
+        low, high = spec.p_low[product], spec.p_high[product]
+        return min(max(base * (1 + m * g_eff) * (1 + w * u), low), high)
 
     lifted = delta * s_ref * human.score
     reference_g = np.mean([g(max(s, x)) for s, x in zip(human.engagement, lifted, strict=True)])
@@ -30,15 +34,16 @@ def brute_force_totals(spec, action, draws, alpha, k, decoys=None):
     for n in range(draws.z.size):
         product = draws.product[n]
         base = spec.anchor[product] * level
-        floor = max(spec.p_low, base * (1 - w))
+        anchor, low = spec.anchor[product], spec.p_low[product]
+        floor = max(low, base * (1 - w))
         if draws.u_agent[n] < alpha:
-            v = spec.mu_agent + spec.sigma_agent * draws.z[n]
+            v = anchor * (spec.mu_agent + spec.sigma_agent * draws.z[n])
             sessions = []
             for j in range(k):
                 c = draws.agent_chain[n, j]
                 s = agent.engagement[c]
                 f = agent.score[c] if decoys is None else decoys[1][n, j]
-                quoted = quote(base, g(max(s, delta * f * s_ref)), draws.agent_noise[n, j])
+                quoted = quote(base, g(max(s, delta * f * s_ref)), draws.agent_noise[n, j], product)
                 sessions.append((quoted, s, f, delta * f * s_ref > s, agent.weight[c]))
             price, s_best = min(sessions)[:2]  # the first lowest quote
             bought = v >= price
@@ -49,18 +54,18 @@ def brute_force_totals(spec, action, draws, alpha, k, decoys=None):
             demand[product] += sum(x[4] for x in sessions)
             if bought:
                 totals["revenue"] += price
-                totals["profit"] += price - spec.p_low
+                totals["profit"] += price - low
                 totals["agent_purchases"] += 1
                 totals["agent_premium"] += price - floor
                 totals["leak"] += base * (1 + m * reference_g) - price
                 totals["low_engagement_purchases"] += s_best < s0
         else:
-            v = spec.mu_human + spec.sigma_human * draws.z[n]
+            v = anchor * (spec.mu_human + spec.sigma_human * draws.z[n])
             c = draws.human_chain[n]
             s = human.engagement[c]
             f = human.score[c] if decoys is None else decoys[0][n]
-            price = quote(base, g(max(s, delta * f * s_ref)), draws.human_noise[n])
-            undefended = quote(base, g(s), draws.human_noise[n])
+            price = quote(base, g(max(s, delta * f * s_ref)), draws.human_noise[n], product)
+            undefended = quote(base, g(s), draws.human_noise[n], product)
             totals["sessions"] += 1
             totals["score_sum"] += f
             totals["human_flagged"] += delta * f * s_ref > s
@@ -72,9 +77,63 @@ def brute_force_totals(spec, action, draws, alpha, k, decoys=None):
                     totals["human_lost_spend"] += undefended
             if v >= price:
                 totals["revenue"] += price
-                totals["profit"] += price - spec.p_low
+                totals["profit"] += price - low
                 totals["human_purchases"] += 1
                 totals["human_premium"] += price - floor
                 totals["human_overpay"] += price - undefended
                 totals["low_engagement_purchases"] += s < s0
     return np.concatenate([[totals[name] for name in STEP_COLUMNS], demand])
+
+
+def detector_gaps(
+    codes: np.ndarray,
+    lengths: np.ndarray,
+    kernel_human: np.ndarray,
+    kernel_agent: np.ndarray,
+    start: int = 0,
+    end: int | None = None,
+) -> np.ndarray:
+    """Δ_H − Δ_A of each whole chain from its own empirical transitions, vectorized.
+
+    With the session's empirical kernel T̂_τ and visit weights w_a,
+    Δ_Y = Σ_a w_a/Σw · KL(T̂_τ[a] ‖ K_Y[a]); the entropy term cancels in the difference, leaving the
+    mean over the chain's transitions (including `<start>`→first and last→`<end>`) of
+    log K_A[a, b] − log K_H[a, b]: the reference the bank's prefix scores are tested against.
+
+    Args:
+        codes: (n, L) int state indices padded with `PAD` (as from `sample_chains`).
+        lengths: (n,) events per chain.
+        kernel_human: (S, S) fitted human kernel.
+        kernel_agent: (S, S) fitted agent kernel.
+        start: index of `<start>`.
+        end: index of `<end>` (default S - 1).
+
+    Returns:
+        float64 (n,) gaps.
+    """
+    size = kernel_human.shape[0]
+    stop = size - 1 if end is None else end
+    n, width = codes.shape
+    seq = np.full((n, width + 2), PAD, dtype=np.int64)
+    seq[:, 0] = start
+    seq[:, 1 : width + 1] = codes
+    seq[np.arange(n), np.asarray(lengths, dtype=np.int64) + 1] = stop
+    src, dst = seq[:, :-1], seq[:, 1:]
+    valid = dst != PAD
+    llr = np.log(np.maximum(kernel_agent, PROB_FLOOR)) - np.log(
+        np.maximum(kernel_human, PROB_FLOOR)
+    )
+    terms = np.where(valid, llr[np.where(valid, src, 0), np.where(valid, dst, 0)], 0.0)
+    return terms.sum(axis=1) / valid.sum(axis=1)
+
+
+def detector_scores(
+    codes: np.ndarray,
+    lengths: np.ndarray,
+    kernel_human: np.ndarray,
+    kernel_agent: np.ndarray,
+    f_coef: tuple[float, float] = (0.0, 1.0),
+) -> np.ndarray:
+    """Agent probability f = σ(a + b·(Δ_H − Δ_A)) of each whole chain (see `detector_gaps`);
+    `f_coef` = (a, b), (0, 1/T) for the temperature score."""
+    return expit(f_coef[0] + f_coef[1] * detector_gaps(codes, lengths, kernel_human, kernel_agent))

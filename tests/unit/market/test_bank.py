@@ -10,7 +10,8 @@ from scipy.special import expit, rel_entr
 
 from phantom_assets.constants import DEMAND_WEIGHTS, KERNEL_STATES
 from phantom_assets.contamination import sample_chains
-from phantom_assets.market import bank_tables, build_chain_bank, detector_gaps, detector_scores
+from phantom_assets.market import bank_tables, build_chain_bank
+from tests.unit.market.oracles import detector_gaps, detector_scores
 
 
 def kl_gap_oracle(events: list[int], human: np.ndarray, agent: np.ndarray) -> float:

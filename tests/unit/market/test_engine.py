@@ -29,7 +29,7 @@ def engine(spec):
 def draws_for(spec, seed: int, k_max: int = 16):
     human, agent = spec.banks
     rng = np.random.default_rng(seed)
-    return draw_step(rng, N, spec.n_products, k_max, (human.size, agent.size))
+    return draw_step(rng, N, spec.product_cdf, k_max, (human.size, agent.size))
 
 
 def step(engine, spec, action, draws, alphas, ks, decoys=None):

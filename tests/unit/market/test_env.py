@@ -156,7 +156,7 @@ def test_agents_pay_less_as_k_grows(spec):
 
 def test_quotes_above_every_valuation_sell_nothing(make_spec):
     """Pitfall 2: zero surplus must never fall back to uniform demand."""
-    spec = make_spec(mu_human=20.0, sigma_human=2.0, mu_agent=15.0, sigma_agent=2.0)
+    spec = make_spec(mu_human=0.2, sigma_human=0.02, mu_agent=0.15, sigma_agent=0.02)  # × anchor
     infos = rollout(PricingMarketEnv(spec, 0.5), 0, 5, spec.n_actions - 1)[2]
     assert all(i["revenue"] == 0.0 and i["profit"] == 0.0 for i in infos)
 

@@ -70,7 +70,7 @@ def test_loading_a_market_v1_spec_names_the_file_and_the_fix(spec, tmp_path: Pat
     with np.load(tmp_path / "spec.npz") as data:
         v1 = {k: data[k] for k in ("kernel_human", "kernel_agent", "anchor")}
     np.savez(tmp_path / "spec.npz", **v1)
-    with pytest.raises(ValueError, match=r"spec\.npz.*market_simulators"):
+    with pytest.raises(ValueError, match=r"older market spec layout.*market_simulators"):
         MarketSpec.load(tmp_path)
 
 
@@ -83,8 +83,9 @@ def test_market_spec_arrays_are_read_only(spec):
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("sigma_agent", 0.0), ("p_low", 300.0), ("quote_noise", 1.0), ("detector_strengths", (0.5,)),
-     ("markups", (-0.1, 0.5)), ("nominal_k", 0), ("robust_k_set", (0, 2))],
+    [("sigma_agent", 0.0), ("cost_share", 1.0), ("quote_noise", 1.0),
+     ("detector_strengths", (0.5,)), ("markups", (-0.1, 0.5)), ("nominal_k", 0),
+     ("robust_k_set", (0, 2))],
 )  # fmt: skip
 def test_market_spec_rejects_invalid_fields(field, value, make_spec):
     with pytest.raises(ValueError, match=field):

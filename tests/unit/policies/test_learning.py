@@ -40,7 +40,9 @@ def regret(spec: MarketSpec, tier: str, timesteps: int) -> float:
     params = TrainingParams(timesteps=timesteps, budget_multipliers={}, net_arch=(32,),
                             dqn_learning_starts=min(500, timesteps))  # fmt: skip
     policy = train_policy(tier, "baseline", spec, ALPHA, params, seed=0).policy
-    return 1.0 - episode_profits(policy, spec, ALPHA, SEEDS).mean() / fixed_action_profits(spec).max()
+    return (
+        1.0 - episode_profits(policy, spec, ALPHA, SEEDS).mean() / fixed_action_profits(spec).max()
+    )
 
 
 @pytest.mark.parametrize("tier", list(BUDGETS))

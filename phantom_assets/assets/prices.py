@@ -1,0 +1,168 @@
+"""Market group: the store's own prices from its price logs (`store_prices`) and the premium each
+class was actually quoted above them (`observed_coi`) -- DESIGN §5 "Market v3", §12."""
+
+import dagster as dg
+import polars as pl
+from dagster_duckdb import DuckDBResource
+
+from phantom_assets.assets.dbt import WAREHOUSE_POOL
+from phantom_assets.assets.metadata import (
+    artifact_version,
+    code_version_of,
+    figure_markdown,
+    settings_fields,
+    table_metadata,
+    with_settings,
+)
+from phantom_assets.assets.partitions import GridPartitions, store_partitions
+from phantom_assets.assets.resources import StorageResource
+from phantom_assets.config import Settings
+from phantom_assets.constants import PRICE_LOG
+from phantom_assets.lake import (
+    ANCHORS_FILE,
+    COI_DIFFERENCE_FILE,
+    OBSERVED_COI_FILE,
+    OBSERVED_COI_PLOT_FILE,
+    PRICE_MODEL_FILE,
+    QUOTES_FILE,
+    VALUATION_FILE,
+)
+from phantom_assets.market.prices import (
+    PriceFitParams,
+    coi_difference,
+    fit_price_model,
+    observed_coi,
+    plot_observed_coi,
+    price_model_markdown,
+    quote_features,
+    read_store_prices,
+    valuation_bound,
+    write_store_prices,
+)
+from phantom_assets.storage import write_json_atomic, write_parquet_atomic
+
+PRICES_CODE = code_version_of(
+    "phantom_assets.assets.prices", "phantom_assets.market.prices", "phantom_assets.constants"
+)
+PRICE_FIELDS = ("engagement_scale_share", "valuation_sd", "declared_markup",
+                "declared_quote_noise", "declared_anchor_range")  # fmt: skip
+NO_LOG_LOST = "every_price_log_is_fitted_or_excluded_with_a_reason"
+FROM_LOGS = "prices_come_from_the_logs"
+# Every event of the store's quoted sessions, in the canonical names `quote_features` reads.
+QUOTE_EVENTS_QUERY = """
+select event_id, batch_id, source_row, session_id, experiment_id, store, event_at as ts,
+       event_name as event, record_type, product_id, price, coalesce(actor, 'unknown') as actor
+from price_quote_events where store = $store
+"""
+
+
+def store_prices(
+    context: dg.AssetExecutionContext, storage: StorageResource, warehouse: DuckDBResource
+):
+    """The store's prices from its price logs: per-product anchor (the zero-engagement quote),
+    the markup curve and quote noise with experiment-clustered CIs, the engagement signal it
+    prices on (`anchors.parquet`, `price_model.json`); every price log with its engagement at
+    the quote and, when excluded, the reason (`quotes.parquet`); the lower bound purchases put on
+    the declared valuation law (`valuation_bound.json`). Declared defaults when the logs are too
+    few (`source = declared`, with why)."""
+    store, settings = context.partition_key, storage.settings()
+    with warehouse.get_connection() as conn:
+        events = conn.execute(QUOTE_EVENTS_QUERY, {"store": store}).pl()
+    quotes = quote_features(events)
+    market = settings.market
+    model = fit_price_model(quotes, PriceFitParams(declared_s0_share=market.engagement_scale_share))
+    folder = settings.lake.store_prices_dir(store)
+    write_store_prices(model, folder)
+    write_parquet_atomic(quotes, folder / QUOTES_FILE)
+    bound = valuation_bound(quotes, model.anchors, market.valuation_sd) if model.anchors.height \
+        else None  # fmt: skip
+    write_json_atomic(bound.to_dict() if bound else {}, folder / VALUATION_FILE)
+    names = (ANCHORS_FILE, PRICE_MODEL_FILE, QUOTES_FILE, VALUATION_FILE)
+    paths = [folder / name for name in names]
+    version, artifacts = artifact_version(*paths)
+    n_logs = int((events["record_type"] == PRICE_LOG).sum())
+    yield dg.MaterializeResult(
+        data_version=version,
+        metadata=table_metadata(
+            model.anchors, paths[0], **artifacts, source=model.source, reason=model.reason,
+            signal=model.signal, markup=model.markup, quote_noise=model.quote_noise,
+            n_price_logs=n_logs, n_quotes_fitted=model.n_quotes, **model.excluded,
+            valuation_mean_lower_bound=bound.mu_min if bound else None,
+            price_model=dg.MetadataValue.md(price_model_markdown(model)),
+        ),
+    )  # fmt: skip
+    yield dg.AssetCheckResult(
+        check_name=NO_LOG_LOST,
+        passed=quotes.height == n_logs,
+        metadata={"price_logs": n_logs, "rows": quotes.height},
+    )
+    yield dg.AssetCheckResult(
+        check_name=FROM_LOGS,
+        passed=model.source == "logs",
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"source": model.source, "reason": model.reason},
+    )
+
+
+def observed_coi_asset(context: dg.AssetExecutionContext, storage: StorageResource):
+    """What each class was actually quoted above the store's anchors (`observed_coi.parquet`:
+    class, premium = quote-weighted mean of price/anchor − 1, CI clustered by experiment,
+    n_quotes, n_experiments), the human − agent difference with its test
+    (`coi_difference.json`) and a plot: the thesis' measurement on the store's own logs."""
+    store, settings = context.partition_key, storage.settings()
+    prices_dir, folder = (
+        settings.lake.store_prices_dir(store),
+        settings.lake.observed_coi_dir(store),
+    )
+    quotes = pl.read_parquet(prices_dir / QUOTES_FILE)
+    anchors = read_store_prices(prices_dir).anchors
+    coi, difference = observed_coi(quotes, anchors), coi_difference(quotes, anchors)
+    write_parquet_atomic(coi, folder / OBSERVED_COI_FILE)
+    write_json_atomic(difference.to_dict(), folder / COI_DIFFERENCE_FILE)
+    figure = plot_observed_coi(coi, difference, store)
+    plot = figure_markdown(figure, folder / OBSERVED_COI_PLOT_FILE, f"observed COI ({store})")
+    version, artifacts = artifact_version(folder / OBSERVED_COI_FILE, folder / COI_DIFFERENCE_FILE)
+    return dg.MaterializeResult(
+        data_version=version,
+        metadata=table_metadata(coi, folder / OBSERVED_COI_FILE, **artifacts,
+                                difference=difference.difference, p_value=difference.p_value,
+                                method=difference.method, plot=plot),
+    )  # fmt: skip
+
+
+def build_price_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:
+    """`store_prices` (reads the warehouse) and `observed_coi` on it, both per store."""
+    prices = dg.asset(
+        name="store_prices",
+        partitions_def=store_partitions,
+        deps=[dg.AssetDep("store_warehouse", partition_mapping=dg.IdentityPartitionMapping())],
+        group_name="market",
+        kinds={"python", "duckdb", "parquet"},
+        pool=WAREHOUSE_POOL,
+        code_version=with_settings(PRICES_CODE, settings_fields(settings.market, *PRICE_FIELDS)),
+        check_specs=[
+            dg.AssetCheckSpec(
+                NO_LOG_LOST,
+                asset="store_prices",
+                blocking=True,
+                description="Every price log of the store is in quotes.parquet, fitted or "
+                "excluded with a reason (nothing silently lost).",
+            ),
+            dg.AssetCheckSpec(
+                FROM_LOGS,
+                asset="store_prices",
+                blocking=False,
+                description="The anchors, markup and noise were fitted from the store's price "
+                "logs (not the declared defaults).",
+            ),
+        ],
+    )
+    coi = dg.asset(
+        name="observed_coi",
+        partitions_def=store_partitions,
+        deps=["store_prices"],
+        group_name="market",
+        kinds={"python", "parquet", "matplotlib"},
+        code_version=PRICES_CODE,
+    )
+    return [prices(store_prices), coi(observed_coi_asset)]

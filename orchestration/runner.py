@@ -3,9 +3,10 @@
 The graph is cut into *stages* (topologically ordered assets sharing one partitions definition;
 each is a job of the code location) and each stage into one *task* per partition key; a task is
 one Dagster run (the stage's job, executed in process for that key against the persistent
-instance, so it is in the UI's history under that job with its logs and lineage). Tasks are dispatched to `workers` processes as soon as the tasks they
-depend on have succeeded (the same store's tasks of every upstream stage): two cores train two
-policies, or build one store's market while the other store scores. Each worker builds the
+instance, so it is in the UI's history under that job with its logs and lineage). Tasks are
+dispatched to `workers` processes as soon as the tasks they depend on have succeeded (the same
+store's tasks of every upstream stage): two cores train two policies, or build one store's
+market while the other store scores. Each worker builds the
 definitions once, so a run pays no process start-up (a daemon backfill would pay ~5 s per run
 and wait for 30 s daemon ticks between levels of the graph).
 

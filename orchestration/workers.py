@@ -2,8 +2,8 @@
 
 A worker process builds the definitions once from the settings it is handed, opens the same
 instance, and then runs one task (a run of a stage's job for one partition key, of the selected
-assets) per request. Its stdout and stderr (dbt's log, SB3's tables, warnings) go to the run log file
-unless `verbose`; the terminal keeps the progress lines.
+assets) per request. Its stdout and stderr (dbt's log, SB3's tables, warnings) go to the run log
+file unless `verbose`; the terminal keeps the progress lines.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from phantom_assets.audit.gate import (
     select_candidates,
 )
 from phantom_assets.audit.harm import HarmBound, harm_bound
+from phantom_assets.audit.mean_test import MeanTestResult, mean_test, mean_tests
 from phantom_assets.audit.pairs import (
     SeedValues,
     detector_values,
@@ -50,6 +51,7 @@ __all__ = [
     "CertificationReport",
     "GateDecision",
     "HarmBound",
+    "MeanTestResult",
     "Mismatch",
     "SeedValues",
     "SignFlipResult",
@@ -61,6 +63,8 @@ __all__ = [
     "git_state",
     "harm_bound",
     "holm_adjust",
+    "mean_test",
+    "mean_tests",
     "package_versions",
     "paired_differences",
     "per_seed",

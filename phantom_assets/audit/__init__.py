@@ -22,7 +22,6 @@ from phantom_assets.audit.gate import (
     select_candidates,
 )
 from phantom_assets.audit.harm import HarmBound, harm_bound
-from phantom_assets.audit.mean_test import MeanTestResult, mean_test, mean_tests
 from phantom_assets.audit.pairs import (
     SeedValues,
     detector_values,
@@ -38,6 +37,7 @@ from phantom_assets.audit.records import (
 )
 from phantom_assets.audit.render import render_markdown
 from phantom_assets.audit.sign_flip import SignFlipResult, sign_flip_test
+from phantom_assets.audit.studentized import MeanTestResult, mean_test, mean_tests
 from phantom_assets.audit.verify import (
     Mismatch,
     VerificationResult,

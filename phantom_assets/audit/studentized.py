@@ -55,6 +55,7 @@ MIN_CALIBRATED_N = 24
 """The smallest number of held-out seeds the calibration study covers."""
 ALTERNATIVES = ("greater", "less")
 _FLAT = 1e-10  # a resample spread below this share of the sample's largest deviation is none
+_CHUNK = 1 << 21  # resample weights drawn at a time (16 MB), whatever n
 
 __all__ = [
     "ALTERNATIVES",
@@ -230,13 +231,14 @@ def mean_tests(
     theta = _options(thresholds, tests, alternative, confidence, resamples, skew_allowance)
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    weights = _resample_weights(n, resamples, rng)  # drawn first: rng use never depends on x
     anchor = x[:, :1]  # shifting by a value keeps equal values exactly equal (no spread)
     centre = (x - anchor).mean(axis=1)
     dev = x - anchor - centre[:, None]
     mean = anchor[:, 0] + centre
     se = np.sqrt((dev**2).sum(axis=1) / ((n - 1.0) * n))
-    tstar = _bootstrap_t(dev, weights)
+    rows = max(1, _CHUNK // n)  # rng use depends on n and B only, never on the values
+    tstar = np.concatenate([_bootstrap_t(dev, _resample_weights(n, min(rows, resamples - i), rng))
+                            for i in range(0, resamples, rows)])  # fmt: skip
     level = round((1.0 - confidence) / 2.0, 12)
     k = math.floor(level * (resamples + 1))
     if k >= 1:

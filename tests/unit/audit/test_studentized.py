@@ -1,5 +1,6 @@
-"""The gate's mean test: bootstrap-t and skewness-allowance parts against direct computations and
-scipy, its inverted interval, monotonicity, mirror, determinism, validation and degenerate data."""
+"""The gate's mean test (`studentized`): its bootstrap-t and skewness-allowance parts against
+direct computations and scipy, its inverted interval, monotonicity, mirror, determinism,
+validation and degenerate data."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from phantom_assets.audit.mean_test import (
+from phantom_assets.audit import studentized
+from phantom_assets.audit.studentized import (
     DEFAULT_RESAMPLES,
     DEFAULT_SKEW_ALLOWANCE,
     MeanTestResult,
@@ -138,6 +140,17 @@ def test_rng_use_depends_only_on_the_number_of_values_and_resamples():
         mean_test(values, rng=rng, resamples=999)
         used.append(rng.random())
     assert used[0] == used[1]
+
+
+def test_resamples_drawn_in_chunks_for_long_samples_give_the_same_answer(monkeypatch):
+    x = np.random.default_rng(17).gamma(2.0, 1.0, 40) - 1.7
+    whole = mean_test(x, rng=np.random.default_rng(1), skew_allowance=0.0)
+    monkeypatch.setattr(studentized, "_CHUNK", 40 * 1000)  # 10 chunks of 1,000 resamples
+    chunked = mean_test(x, rng=np.random.default_rng(1), skew_allowance=0.0)
+    se = x.std(ddof=1) / math.sqrt(x.size)  # the same test, at most up to Monte Carlo error
+    assert chunked.p_value == pytest.approx(whole.p_value, abs=0.01)
+    assert chunked.ci_low == pytest.approx(whole.ci_low, abs=0.1 * se)
+    assert chunked.ci_high == pytest.approx(whole.ci_high, abs=0.1 * se)
 
 
 def test_a_clear_effect_reaches_the_p_floor_far_below_holms_level_for_25_candidates():

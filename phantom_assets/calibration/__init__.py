@@ -10,12 +10,19 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from phantom_assets.calibration.result import CalibrationResult, binomial_se
+from phantom_assets.calibration.result import CalibrationResult, PowerResult, binomial_se
 
-STUDY_MODULES: tuple[str, ...] = ("gate", "benchmark", "separability", "alpha_hat", "erosion")
+STUDY_MODULES: tuple[str, ...] = (
+    "gate",
+    "benchmark",
+    "separability",
+    "alpha_hat",
+    "erosion",
+    "mean_test",
+)
 """Every procedure the pipeline reports, by the module that calibrates it."""
 
-__all__ = ["STUDY_MODULES", "CalibrationResult", "binomial_se", "run_studies"]
+__all__ = ["STUDY_MODULES", "CalibrationResult", "PowerResult", "binomial_se", "run_studies"]
 
 
 def run_studies(

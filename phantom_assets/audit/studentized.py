@@ -166,7 +166,7 @@ def _bootstrap_t(dev: np.ndarray, weights: np.ndarray) -> np.ndarray:
     moments = np.einsum("bn,kn->bk", weights, np.concatenate([dev, dev * dev]))
     shift, var = moments[:, :tests], moments[:, tests:]  # x̄* − x̄ and the mean square about x̄
     var -= shift**2
-    var *= n / (n - 1.0) / n  # the resample's squared standard error
+    var /= n - 1.0  # s*²/n = (mean square · n/(n − 1))/n: the resample's squared standard error
     scale = _FLAT * np.abs(dev).max(axis=1)
     flat = var <= (scale * scale) / n
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -30,13 +30,15 @@ vs 0.99). `phantom_assets.calibration.mean_test` measures the level at n = 24, 3
 bounds of the two-sided `confidence` interval are the one-sided tests at level
 a = (1 − confidence)/2 inverted: with t*_(k) the k-th largest, k = ⌊a(B + 1)⌋,
 ci_low = x̄ − max(t*_(k), c_a)·s/√n, so "ci_low > θ" iff "p <= a" (and ci_high mirrors it).
-Values that are all equal have no spread to studentize: they are taken at face value (the
-interval is that value; p = 0 if it lies strictly on the alternative's side of θ, else 1).
-Harm that is 0 on every seed thus passes: right for a structural zero (δ = 0), and nothing a
-test can check -- a 0/1 harm of mean 0.02 is 0 on all 32 seeds 52% of the time, so a test valid
-for every [0, 1] law cannot pass all-zero harm below 183 seeds. For the same reason an
-empirical-Bernstein bound is no option: its range term 7·ln(2/δ)/(3(n − 1)) alone is 0.33 at
-n = 32 (δ = 0.025), against a harm bound of 0.02.
+Values that are all equal have no spread to studentize (every resample is the sample itself):
+they are no evidence, p = 1 and the interval is (−∞, ∞) -- as the bootstrap already treats one
+harmed seed among unharmed ones (the third of the resamples without it: t* = −∞, no upper
+bound). Face value (p = 0) would pass harm that is 0 on every seed, which harm at the bound with
+80% harm-free seeds shows 0.8^24 = 0.5% of the time at n = 24: five times the 0.001 of a Holm
+step over 25 candidates. A structural zero (δ = 0) is the caller's rule to state. No test does
+better for every [0, 1] law: a 0/1 harm of mean 0.02 is 0 on all 32 seeds 52% of the time (so
+such a test cannot pass all-zero harm below 183 seeds), and an empirical-Bernstein bound's range
+term 7·ln(2/δ)/(3(n − 1)) alone is 0.33 at n = 32 (δ = 0.025), against a harm bound of 0.02.
 """
 
 from __future__ import annotations
@@ -257,11 +259,11 @@ def mean_tests(
         p_value = np.maximum(p_boot, _cf_p(t_obs, n, skew_allowance))
         ci_low = mean - np.maximum(high_q, critical) * se
         ci_high = mean + np.maximum(-low_q, critical) * se
-    ci_low, ci_high = np.where(flat, mean, ci_low), np.where(flat, mean, ci_high)
-    p_value = np.where(flat, np.where(sign * (mean - theta) > 0.0, 0.0, 1.0), p_value)
+    ci_low, ci_high = np.where(flat, -np.inf, ci_low), np.where(flat, np.inf, ci_high)
+    p_value = np.where(flat, 1.0, p_value)
     method = (f"max of a studentized-bootstrap p ({resamples} resamples) and a Student-t p with "
               f"a Cornish-Fisher skewness allowance of {skew_allowance:g}")  # fmt: skip
-    labels = [f"no spread (all {n} values equal): taken at face value" if f else method
+    labels = [f"no spread (all {n} values equal): no evidence, no rejection" if f else method
               for f in flat]  # fmt: skip
     return [
         MeanTestResult(

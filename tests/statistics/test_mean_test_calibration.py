@@ -5,7 +5,8 @@ values where the tests it replaces do not (DESIGN §5a, §8), and finds real eff
 the mean on the null boundary and runs the real `mean_tests`, 25 tests per call as the gate
 would. N_REPS = 4,000 samples per layout and n, with 999 resamples (the bootstrap part's level
 does not depend on B while a(B + 1) is whole: 25 here); one row runs the production 9,999.
-Tolerance: 3 binomial SEs of 0.025 (+0.0074 at 4,000 reps, +0.0148 at 1,000).
+Tolerance: 3 binomial SEs of 0.025 (+0.0074 at 4,000 reps, +0.0148 at 1,000); a Holm step over
+25 candidates (0.001) on 20,000 reps: +0.00067.
 """
 
 from __future__ import annotations
@@ -43,6 +44,18 @@ def test_mean_test_rejection_rate_under_the_null_is_within_its_level(layout):
 def test_mean_test_holds_its_level_with_the_production_resamples_on_the_hardest_layout():
     rate = rejection_rate(BY_NAME["left_skew_2"], 32, 1000, np.random.default_rng(5))
     assert rate <= _tolerance(1000)
+
+
+@pytest.mark.parametrize(
+    ("name", "n"), [("left_skew_2", 32), ("harm_skew_2", 32), ("harm_zero_inflated_80", 24)]
+)
+def test_mean_test_holds_the_level_of_a_holm_step_over_25_candidates(name, n):
+    # 0.025 / 25 = 0.001, where a skewness allowance tuned at 0.025 could fail, and where passing
+    # all-zero harm at face value did (0.8^24 = 0.0047 of harm_zero_inflated_80 at n = 24).
+    holm = 0.001
+    rate = rejection_rate(BY_NAME[name], n, 20_000, np.random.default_rng(13), resamples=1999,
+                          level=holm)  # fmt: skip
+    assert rate <= holm + 3 * binomial_se(holm, 20_000), rate
 
 
 @pytest.mark.parametrize(

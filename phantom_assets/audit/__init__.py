@@ -37,6 +37,7 @@ from phantom_assets.audit.records import (
 )
 from phantom_assets.audit.render import render_markdown
 from phantom_assets.audit.sign_flip import SignFlipResult, sign_flip_test
+from phantom_assets.audit.studentized import MeanTestResult, mean_test, mean_tests
 from phantom_assets.audit.verify import (
     Mismatch,
     VerificationResult,
@@ -50,6 +51,7 @@ __all__ = [
     "CertificationReport",
     "GateDecision",
     "HarmBound",
+    "MeanTestResult",
     "Mismatch",
     "SeedValues",
     "SignFlipResult",
@@ -61,6 +63,8 @@ __all__ = [
     "git_state",
     "harm_bound",
     "holm_adjust",
+    "mean_test",
+    "mean_tests",
     "package_versions",
     "paired_differences",
     "per_seed",

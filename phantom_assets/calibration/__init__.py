@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from phantom_assets.calibration.result import CalibrationResult, binomial_se
+from phantom_assets.calibration.result import CalibrationResult, PowerResult, binomial_se
 
 STUDY_MODULES: tuple[str, ...] = (
     "gate",
@@ -19,10 +19,11 @@ STUDY_MODULES: tuple[str, ...] = (
     "alpha_hat",
     "erosion",
     "prices",
+    "mean_test",
 )
 """Every procedure the pipeline reports, by the module that calibrates it."""
 
-__all__ = ["STUDY_MODULES", "CalibrationResult", "binomial_se", "run_studies"]
+__all__ = ["STUDY_MODULES", "CalibrationResult", "PowerResult", "binomial_se", "run_studies"]
 
 
 def run_studies(

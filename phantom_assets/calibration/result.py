@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CalibrationResult", "binomial_se"]
+__all__ = ["CalibrationResult", "PowerResult", "binomial_se"]
 
 
 def binomial_se(rate: float, n_reps: int) -> float:
@@ -66,3 +66,19 @@ class CalibrationResult:
         )
         return {"procedure": self.procedure, "layout": self.layout, "level": self.level,
                 **value, "n_reps": self.n_reps, "holds": self.holds}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PowerResult:
+    """Rejection rate of a test off its null: its power (reported; no level applies)."""
+
+    procedure: str
+    layout: str
+    level: float
+    n_reps: int
+    power: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON line payload."""
+        return {"procedure": self.procedure, "layout": self.layout, "level": self.level,
+                "power": self.power, "n_reps": self.n_reps}  # fmt: skip

@@ -33,12 +33,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import polars as pl
 
-from phantom_assets.calibration.result import CalibrationResult
+from phantom_assets.calibration.result import CalibrationResult, PowerResult
 from phantom_assets.constants import DEFAULT_FOLDS, DEFAULT_KAPPA
 from phantom_assets.fingerprint.folds import stable_hash64
 from phantom_assets.fingerprint.refit_bootstrap import auc_interval, cluster_bootstrap_aucs
@@ -116,22 +115,6 @@ LAYOUTS: dict[str, Layout] = {
 }  # fmt: skip
 NULL_LAYOUTS = ("humans_5_agents_1", "humans_1_agents_5", "subject_effect", "small_agent_class")
 CI_LAYOUTS = ("small_agent_class", "simulator_separable")
-
-
-@dataclass(frozen=True)
-class PowerResult:
-    """Rejection rate of a test in a separable layout (reported; no level applies)."""
-
-    procedure: str
-    layout: str
-    level: float
-    n_reps: int
-    power: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON line payload."""
-        return {"procedure": self.procedure, "layout": self.layout, "level": self.level,
-                "power": self.power, "n_reps": self.n_reps}  # fmt: skip
 
 
 def experiment_hashes(n: int) -> np.ndarray:

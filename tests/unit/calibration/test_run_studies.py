@@ -49,3 +49,9 @@ def test_calibration_result_holds_within_three_binomial_standard_errors(result, 
 def test_calibration_result_needs_exactly_one_of_rate_and_coverage():
     with pytest.raises(ValueError, match="exactly one"):
         CalibrationResult("t", "l", 0.05, 10)
+
+
+def test_the_mean_test_study_is_registered_and_reproducible_for_a_seed():
+    first = [r.to_dict() for r in run_studies(5, seed=1, modules=["mean_test"])]
+    assert first == [r.to_dict() for r in run_studies(5, seed=1, modules=["mean_test"])]
+    assert {r["procedure"] for r in first} == {"mean_test_difference", "mean_test_harm"}

@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from phantom_assets.constants import DEFAULT_FOLDS, DEFAULT_KAPPA, DEFAULT_TEMPERATURE
+from phantom_assets.constants import (
+    DEFAULT_FOLDS,
+    DEFAULT_KAPPA,
+    DEFAULT_TEMPERATURE,
+    GATE_REFERENCE_TIERS,
+)
 from phantom_assets.lake import Lake
 
 PROFILES = ("demo", "study")
@@ -130,6 +135,8 @@ class MarketConfig:
         price_cap: highest quote p_high as a multiple of the anchor (declared).
         reference_engagement_share: s_ref, the engagement a flagged session is quoted as, × the
             mean human engagement at the quote (a policy scale, declared).
+        detector_fpr: the detector flags a session whose quote-time f exceeds the threshold τ
+            that flags this share of the store's human sessions (its false-positive rate).
         engagement_scale_share: s0 of the markup curve, × the mean human engagement at the quote,
             where the price logs cannot identify it (declared).
         declared_markup, declared_quote_noise, declared_products, declared_anchor_range: the
@@ -152,6 +159,7 @@ class MarketConfig:
     cost_share: float = 0.5
     price_cap: float = 2.5
     reference_engagement_share: float = 3.0
+    detector_fpr: float = 0.02
     engagement_scale_share: float = 3.0
     declared_markup: float = 0.5
     declared_quote_noise: float = 0.2
@@ -183,13 +191,19 @@ class TrainingConfig:
     the adversary), so the effects of λ and of the adversary can be separated.
     """
 
-    tiers: tuple[str, ...] = ("static", "surge", "linear", "qtable", "ppo", "dqn")
+    tiers: tuple[str, ...] = ("static", "tuned", "surge", "linear", "qtable", "ppo", "dqn")
     timesteps: int = 10_000
     seeds: tuple[int, ...] = (0,)
     device: str = "cpu"
     torch_threads: int = 1
     ablation_tier: str = "dqn"
     ablation_lam: float = 1.0
+
+    def __post_init__(self) -> None:
+        missing = [tier for tier in GATE_REFERENCE_TIERS if tier not in self.tiers]
+        if missing:
+            raise ValueError(f"[training] tiers must include {missing}: the certificate compares "
+                             f"every candidate with them")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -203,11 +217,11 @@ class EvaluationConfig:
     """
 
     episodes: int = 8
-    test_episodes: int = 8
+    test_episodes: int = 24
     seed: int = 17
     test_seed: int = 100_017
     gate_candidates: int = 1
-    max_human_harm: float = 0.15  # the gate's bound on humans' harm share (DESIGN §8)
+    max_human_harm: float = 0.02  # the gate's bound on humans' total harm (DESIGN §8)
 
     def __post_init__(self) -> None:
         if self.episodes < 1 or self.test_episodes < 1 or self.gate_candidates < 1:
@@ -296,13 +310,13 @@ _STUDY_OVERRIDES: dict[str, dict[str, Any]] = {
         "k_grid": (1, 2, 4, 8, 16),
     },
     "training": {
-        "tiers": ("static", "surge", "linear", "qtable", "ppo", "a2c", "dqn"),
+        "tiers": ("static", "tuned", "surge", "linear", "qtable", "ppo", "a2c", "dqn"),
         "timesteps": 60_000,
         "seeds": (0, 1, 2),
     },
     "evaluation": {
-        "episodes": 30,
-        "test_episodes": 30,
+        "episodes": 32,
+        "test_episodes": 32,
     },
 }
 

@@ -173,9 +173,11 @@ CANONICAL_COLUMNS: Final[tuple[str, ...]] = (
     "ts_source",
 )
 
-# --- evaluation splits (DESIGN §8) ---------------------------------------------------------------
-# Stress rows of the selection seeds choose the worst alpha and the gate's candidate; rows of the
-# held-out test seeds only test it.
+# --- evaluation splits and the gate's references (DESIGN §8) ------------------------------------
+# The store's own pricing and the best undefended response: every candidate is compared with them.
+GATE_REFERENCE_TIERS: Final[tuple[str, ...]] = ("static", "tuned")
+# Stress rows of the selection seeds choose the band's worst alpha and the gate's candidate; rows
+# of the held-out test seeds only test it.
 SELECTION_SPLIT: Final[str] = "selection"
 TEST_SPLIT: Final[str] = "test"
 STRESS_SPLITS: Final[tuple[str, ...]] = (SELECTION_SPLIT, TEST_SPLIT)

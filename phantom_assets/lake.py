@@ -55,7 +55,7 @@ SENSITIVITY_FILE, SENSITIVITY_MD_FILE = "sensitivity.parquet", "sensitivity.md"
 # --- market benchmarks per store: COI erosion (table + figure) and the fixed-action oracle ---
 EROSION_FILE, EROSION_PLOT_FILE = "coi_erosion.parquet", "coi_erosion.png"
 EROSION_METRICS_FILE = "erosion_metrics.parquet"
-ORACLE_FILE = "oracle.parquet"
+ORACLE_FILE, REFERENCE_FILE = "oracle.parquet", "reference.json"
 
 # --- benchmark per store: regret vs the oracle and the λ × adversary factorial ---
 REGRET_FILE, ABLATION_FILE = "regret.parquet", "ablation.parquet"

@@ -5,6 +5,7 @@ from typing import Any
 
 import dagster as dg
 import numpy as np
+import polars as pl
 
 from phantom_assets.assets.lineage import collect_lineage
 from phantom_assets.assets.metadata import (
@@ -26,7 +27,9 @@ from phantom_assets.audit import (
     select_candidates,
 )
 from phantom_assets.config import Settings
-from phantom_assets.lake import REPORT_FILE, REPORT_MD_FILE, STRESS_FILE
+from phantom_assets.evaluation import certificate_assumptions
+from phantom_assets.lake import REPORT_FILE, REPORT_MD_FILE, SENSITIVITY_FILE, STRESS_FILE
+from phantom_assets.market import MarketSpec
 from phantom_assets.policies import policy_key
 from phantom_assets.storage import write_bytes_atomic
 
@@ -35,6 +38,7 @@ AUDIT_CODE = code_version_of(
 )
 STRESS_METRIC = "profit"
 GATE_SEED = 29
+TEST_NAMES = ("profit_vs_baseline", "detector_value", "human_harm")
 GATE_FIELDS = ("gate_candidates", "max_human_harm")
 """The evaluation settings the gate decides with (the seeds reach it through the stress rows)."""
 
@@ -47,36 +51,46 @@ def certification_report(
     """Certificate for a store's best agent-aware defence: its full lineage back to every raw
     batch (data and code versions, runs, checks), the environment, and the promotion gate --
     selected on the selection seeds; certified only if every blocking check passed and, on
-    held-out episode seeds, it beats the static engine on stress profit, its detector value
-    (fitted − permuted f) is positive and human harm stays within the bound (Holm across
-    candidates)."""
+    held-out episode seeds, it beats the best undefended response (the tuned-static tier) on
+    stress profit, its detector value (fitted − permuted f) is positive and total human harm
+    stays within the bound (Holm across candidates)."""
     store, settings = context.partition_key, storage.settings()
     stress = settings.lake.all_evaluations(store, STRESS_FILE)
     if stress is None:
         raise dg.Failure(f"no stress evaluations for store {store}: materialize policy_evaluations")
-    static = policy_key("static", None, settings.agents.train_alphas[0])
+    train_alpha = settings.agents.train_alphas[0]
+    baseline = policy_key("tuned", None, train_alpha)
+    static = policy_key("static", None, train_alpha)
     cfg = settings.evaluation
-    tested = select_candidates(stress, static, cfg.max_human_harm, cfg.gate_candidates,
-                               STRESS_METRIC)  # fmt: skip
+    tested = select_candidates(stress, baseline, [static], cfg.max_human_harm,
+                               cfg.gate_candidates, STRESS_METRIC)  # fmt: skip
+    references = (baseline, static)
     lineage = {}
-    for policy in sorted({*tested["policy"], static}):  # a handful of policies
+    for policy in sorted({*tested["policy"], *references}):  # a handful of policies
         key = dg.MultiPartitionKey({"store": store, "policy": policy})
         lineage[policy] = collect_lineage(
             context.instance, asset_graph, dg.AssetKey("policy_evaluations"), key
         )
-    failed = {policy: failed_blocking_checks(_records(lineage, (policy, static)))
+    failed = {policy: failed_blocking_checks(_records(lineage, (policy, *references)))
               for policy in tested["policy"]}  # fmt: skip
-    decision = promotion_gate(stress, static=static, failed_checks=failed, metric=STRESS_METRIC,
+    decision = promotion_gate(stress, baseline=baseline, static=static, failed_checks=failed,
                               rng=np.random.default_rng(GATE_SEED),
-                              max_human_harm=settings.evaluation.max_human_harm,
-                              n_candidates=settings.evaluation.gate_candidates)  # fmt: skip
+                              max_human_harm=cfg.max_human_harm, metric=STRESS_METRIC,
+                              n_candidates=cfg.gate_candidates)  # fmt: skip
+    sensitivity = settings.lake.sensitivity_dir(store) / SENSITIVITY_FILE
+    assumptions = certificate_assumptions(
+        pl.read_parquet(sensitivity) if sensitivity.exists() else None, decision.certified,
+        MarketSpec.load(settings.lake.market_dir(store)).sources,
+    )  # fmt: skip
     # Artifact paths relative to the data root: the report stays valid in a copied root.
     records = [
-        r.relative_to(settings.data_dir) for r in _records(lineage, (decision.candidate, static))
+        r.relative_to(settings.data_dir)
+        for r in _records(lineage, (decision.candidate, *references))
     ]
     report = CertificationReport(
         store=store, policy=decision.candidate, certified=decision.certified,
-        reasons=decision.reasons, records=tuple(records), gate=decision.to_dict(),
+        reasons=decision.reasons, records=tuple(records),
+        gate={**decision.to_dict(), "assumptions": assumptions},
         config=settings.as_dict(),
         seeds={"gate": GATE_SEED, "selection": list(decision.selection_seeds),
                "test": list(decision.test_seeds)},
@@ -94,17 +108,20 @@ def certification_report(
             **artifacts,
             "certified": decision.certified,
             "policy": decision.candidate,
+            "baseline": baseline,
             "static": static,
             "reasons": dg.MetadataValue.md("\n".join(f"- {r}" for r in decision.reasons)),
             "n_lineage_records": len(records),
             "n_pairs": decision.n_pairs,
             "selection_seeds": str(list(decision.selection_seeds)),
             "test_seeds": str(list(decision.test_seeds)),
-            "profit_vs_static": decision.profit_vs_static.describe(),
-            "detector_value": decision.detector_value.describe(),
-            "human_harm": decision.human_harm.describe(),
+            **{name: test.describe() if test else "undefined"
+               for name, test in zip(TEST_NAMES, decision.tests, strict=True)},
             "p_value": decision.p_value,
             "method": decision.method,
+            "decision_holds_on_sensitivity_grid": str(
+                assumptions.get("decision_holds_on_whole_grid", "not built")
+            ),
         },
     )
 
@@ -118,10 +135,11 @@ def _records(
 
 def build_audit_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:
     """`certification_report`, versioned with the gate's settings (candidates, harm bound, the
-    training α that names the static engine)."""
+    training α that names the baseline and the static engine)."""
     asset = dg.asset(
         partitions_def=store_partitions,
-        deps=[dg.AssetDep("policy_evaluations", partition_mapping=BY_STORE), "benchmark_curves"],
+        deps=[dg.AssetDep("policy_evaluations", partition_mapping=BY_STORE), "benchmark_curves",
+              "market_sensitivity"],
         group_name="audit",
         kinds={"python", "json"},
         code_version=with_settings(

@@ -18,8 +18,9 @@ from phantom_assets.assets.metadata import (
 from phantom_assets.assets.partitions import BY_STORE, GridPartitions, store_policy_keys
 from phantom_assets.assets.resources import ExperimentTrackingResource, StorageResource
 from phantom_assets.config import Settings, TrainingConfig
-from phantom_assets.lake import CURVE_FILE
+from phantom_assets.lake import CURVE_FILE, REFERENCE_FILE
 from phantom_assets.market import MarketSpec
+from phantom_assets.market.oracle import Response
 from phantom_assets.policies import (
     HEURISTIC_MODE,
     RELOAD_PROBES,
@@ -90,7 +91,7 @@ def forward_progress(context: dg.AssetExecutionContext) -> Iterator[None]:
 
 def _tracked_training(
     key: PolicyKey, spec: MarketSpec, params: TrainingParams, seed: int, store: str,
-    tracking: ExperimentTrackingResource,
+    tracking: ExperimentTrackingResource, reference_action: int,
 ) -> tuple[TrainedPolicy, str | None]:  # fmt: skip
     """`train_policy` inside an optional W&B run (config, live metrics, hyperparameters); returns
     the policy and the run's URL (offline: its run directory), None when untracked. A training
@@ -102,7 +103,8 @@ def _tracked_training(
     init.update(name=f"{store}-{key.key}-s{seed}", group=store, job_type="train")
     with wandb_run(config, enabled=tracking.enabled, project=tracking.project,
                    api_key=tracking.api_key, **init) as run:  # fmt: skip
-        trained = train_policy(key.tier, mode, spec, key.alpha, params, seed, run=run)
+        trained = train_policy(key.tier, mode, spec, key.alpha, params, seed, run=run,
+                               reference_action=reference_action)  # fmt: skip
         if run is None:
             return trained, None
         run.summary["hyperparameters"] = trained.hyperparameters
@@ -118,14 +120,16 @@ def trained_policies(
     """One pricing policy of a store: its tier, mode (λ × adversary: baseline, robust, and for
     the ablation tier charged, robustcharged) and training α come from the policy key; one model
     per training seed, with the learning curves, hyperparameters and plateau ratios in
-    `policy.json`."""
+    `policy.json`. The tuned-static tier plays the store's best undefended response (the
+    oracle's `reference.json`)."""
     store, key = store_policy_keys(context)
     settings = storage.settings()
     spec = MarketSpec.load(settings.lake.market_dir(store))
+    reference = Response.read(settings.lake.oracle_dir(store) / REFERENCE_FILE).action
     params = config.params(settings.training)
     with forward_progress(context):
-        tracked = [_tracked_training(key, spec, params, seed, store, experiment_tracking)
-                   for seed in settings.training.seeds]  # fmt: skip
+        tracked = [_tracked_training(key, spec, params, seed, store, experiment_tracking,
+                                     reference) for seed in settings.training.seeds]  # fmt: skip
     trained = [t for t, _ in tracked]
     runs = {str(t.seed): where for t, where in tracked if where is not None}
     folder = settings.lake.policy_dir(store, key.key)
@@ -162,7 +166,10 @@ def build_defense_assets(settings: Settings, grids: GridPartitions) -> list[dg.A
     budget = settings_fields(settings.training, *TRAINING_FIELDS)
     asset = dg.asset(
         partitions_def=grids.store_policy,
-        deps=[dg.AssetDep("market_simulators", partition_mapping=BY_STORE)],
+        deps=[
+            dg.AssetDep("market_simulators", partition_mapping=BY_STORE),
+            dg.AssetDep("market_oracle", partition_mapping=BY_STORE),
+        ],
         group_name="defense",
         kinds={"python", "pytorch", "numpy"},
         code_version=with_settings(DEFENSE_CODE, budget),

@@ -40,8 +40,9 @@ from phantom_assets.evaluation import (
     save_benchmark,
     save_evaluation,
 )
-from phantom_assets.lake import ORACLE_FILE
+from phantom_assets.lake import ORACLE_FILE, REFERENCE_FILE
 from phantom_assets.market import MarketSpec
+from phantom_assets.market.oracle import Response
 from phantom_assets.policies import SB3_TIERS, PolicyKey, PolicyRecord, load_trained, torch_threads
 
 EVALUATION_CODE = code_version_of(
@@ -77,12 +78,13 @@ def policy_evaluations(context: dg.AssetExecutionContext, storage: StorageResour
     cfg, agents, lake, training = (settings.evaluation, settings.agents, settings.lake,
                                    settings.training)  # fmt: skip
     spec = MarketSpec.load(lake.market_dir(store))
+    reference = Response.read(lake.oracle_dir(store) / REFERENCE_FILE).action
     record, policies = load_trained(lake.policy_dir(store, key.key), training.device)
     fixed = key.tier in SB3_TIERS  # only SB3 policies act through torch
     started = time.perf_counter()  # wall time is reported, never used to compute
     with torch_threads(training.torch_threads) if fixed else contextlib.nullcontext():
         evaluation = evaluate_policies(policies, spec, cfg, agents,
-                                       policy_labels(store, key, record))  # fmt: skip
+                                       policy_labels(store, key, record), reference)  # fmt: skip
     seconds = time.perf_counter() - started
     paths = save_evaluation(lake.evaluation_dir(store, key.key), evaluation)
     version, artifacts = artifact_version(*paths)
@@ -181,7 +183,11 @@ def build_evaluation_assets(settings: Settings, grids: GridPartitions) -> list[d
     the evaluation settings it computes with (and the policy grid the benchmark reads)."""
     evaluations = dg.asset(
         partitions_def=grids.store_policy,
-        deps=["trained_policies", dg.AssetDep("market_simulators", partition_mapping=BY_STORE)],
+        deps=[
+            "trained_policies",
+            dg.AssetDep("market_simulators", partition_mapping=BY_STORE),
+            dg.AssetDep("market_oracle", partition_mapping=BY_STORE),
+        ],
         group_name="evaluation",
         kinds={"python", "parquet"},
         code_version=with_settings(

@@ -19,6 +19,7 @@ from phantom_assets.assets.market import build_market_assets
 from phantom_assets.assets.partitions import build_partitions
 from phantom_assets.assets.prices import build_price_assets
 from phantom_assets.assets.publish import build_publish_assets
+from phantom_assets.assets.sensitivity import build_sensitivity_assets
 from phantom_assets.assets.store_slices import build_store_slice_assets
 from phantom_assets.config import Settings
 
@@ -30,6 +31,7 @@ BUILDERS = (
     build_contamination_assets,
     build_price_assets,
     build_market_assets,
+    build_sensitivity_assets,
     build_defense_assets,
     build_evaluation_assets,
     build_publish_assets,

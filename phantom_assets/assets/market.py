@@ -25,6 +25,7 @@ from phantom_assets.lake import (
     EROSION_METRICS_FILE,
     EROSION_PLOT_FILE,
     ORACLE_FILE,
+    REFERENCE_FILE,
 )
 from phantom_assets.market import (
     MarketSpec,
@@ -42,7 +43,7 @@ from phantom_assets.market import (
 )
 from phantom_assets.market.compile import BANK_STREAM
 from phantom_assets.market.prices import read_store_prices
-from phantom_assets.storage import write_parquet_atomic
+from phantom_assets.storage import write_json_atomic, write_parquet_atomic
 
 MARKET_CODE = code_version_of(
     "phantom_assets.assets.market",
@@ -60,7 +61,7 @@ SEED_FIELDS = ("seed", "episodes")
 MARKET_AGENT_FIELDS = ("nominal_k", "robust_k_set", "robust_alpha_candidates",
                        "ambiguity_radius_w1")  # fmt: skip
 EROSION_AGENT_FIELDS = ("alpha_grid", "erosion_k_grid")
-ORACLE_AGENT_FIELDS = ("alpha_grid", "k_grid")
+ORACLE_AGENT_FIELDS = ("alpha_grid", "k_grid", "stress_radius")
 
 
 def market_simulators(context: dg.AssetExecutionContext, storage: StorageResource):
@@ -146,17 +147,25 @@ def market_oracle(context: dg.AssetExecutionContext, storage: StorageResource):
     """Best fixed action per (α, K) of one store's market (`oracle.parquet`): exhaustive search
     over the action grid with common random numbers over the selection episode seeds, its mean
     episode profit with a Student-t 95% CI, and the undefended engine's profit on the same draws:
-    the bound every policy's regret is measured against."""
+    the bound every policy's regret is measured against. Also the best undefended response
+    (`reference.json`: the δ = 0 action with the best stress objective, the tuned-static tier
+    and the gate's baseline; human harm is measured against it)."""
     store, settings = context.partition_key, storage.settings()
     cfg, agents = settings.evaluation, settings.agents
-    path = settings.lake.oracle_dir(store) / ORACLE_FILE
+    folder = settings.lake.oracle_dir(store)
     spec = MarketSpec.load(settings.lake.market_dir(store))
     table = oracle.market_oracle(spec, agents.alpha_grid, agents.k_grid, cfg.selection_seeds)
-    write_parquet_atomic(table, path)
-    version, artifacts = artifact_version(path)
+    response = oracle.best_undefended_response(spec, agents.alpha_grid, agents.stress_radius,
+                                               spec.nominal_k, cfg.selection_seeds)  # fmt: skip
+    write_parquet_atomic(table, folder / ORACLE_FILE)
+    write_json_atomic(response.to_dict(), folder / REFERENCE_FILE)
+    version, artifacts = artifact_version(folder / ORACLE_FILE, folder / REFERENCE_FILE)
     yield dg.MaterializeResult(
         data_version=version,
-        metadata=table_metadata(table, path, **artifacts, seeds=str(list(cfg.selection_seeds)),
+        metadata=table_metadata(table, folder / ORACLE_FILE, **artifacts,
+                                seeds=str(list(cfg.selection_seeds)),
+                                best_undefended=str(spec.action_values(response.action)),
+                                best_undefended_objective=response.objective,
                                 best_actions=dg.MetadataValue.md(oracle.oracle_markdown(table))),
     )  # fmt: skip
     shortfall = float((table["undefended_profit"] - table["profit"]).max())

@@ -4,8 +4,8 @@ Pure and Dagster-free; `phantom_assets.assets.lineage.collect_lineage` fills the
 an instance.
 Typical use::
 
-    decision = promotion_gate(stress, static="static-a050", failed_checks={...}, rng=rng,
-                              max_human_harm=0.15)
+    decision = promotion_gate(stress, baseline="tuned-a050", static="static-a050",
+                              failed_checks={...}, rng=rng, max_human_harm=0.02)
     report = CertificationReport(store, decision.candidate, decision.certified, decision.reasons,
                                  records, gate=decision.to_dict(),
                                  environment=environment_snapshot(root))
@@ -23,12 +23,13 @@ from phantom_assets.audit.gate import (
 )
 from phantom_assets.audit.harm import HarmBound, harm_bound
 from phantom_assets.audit.pairs import (
-    SeedValues,
-    detector_values,
-    paired_differences,
-    per_seed,
-    profit_advantages,
-    rank_candidates,
+    FITTED,
+    PERMUTED,
+    PairedStress,
+    StressCube,
+    paired_stress,
+    seed_means,
+    stress_cube,
 )
 from phantom_assets.audit.records import (
     ArtifactRecord,
@@ -46,17 +47,19 @@ from phantom_assets.audit.verify import (
 )
 
 __all__ = [
+    "FITTED",
     "GATE_METHOD",
+    "PERMUTED",
     "ArtifactRecord",
     "CertificationReport",
     "GateDecision",
     "HarmBound",
     "MeanTestResult",
     "Mismatch",
-    "SeedValues",
+    "PairedStress",
     "SignFlipResult",
+    "StressCube",
     "VerificationResult",
-    "detector_values",
     "environment_snapshot",
     "failed_blocking_checks",
     "file_digests_of",
@@ -66,13 +69,12 @@ __all__ = [
     "mean_test",
     "mean_tests",
     "package_versions",
-    "paired_differences",
-    "per_seed",
-    "profit_advantages",
+    "paired_stress",
     "promotion_gate",
-    "rank_candidates",
     "render_markdown",
+    "seed_means",
     "select_candidates",
     "sign_flip_test",
+    "stress_cube",
     "verify_records",
 ]

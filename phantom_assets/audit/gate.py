@@ -1,25 +1,28 @@
-"""The promotion gate (DESIGN §8): what is certified is the agent-aware defence.
+"""The promotion gate (DESIGN §8): what is certified is the agent-aware defence -- detection, not a
+price increase.
 
-1. *Selection* (selection episode seeds only): every policy but the static engine is scored by
-   the quantity the gate tests -- the smaller of its mean fitted-profit advantage over the static
-   engine and its mean detector value (fitted − permuted-f profit on the same cells) -- and the
-   best `n_candidates` go forward. Heuristics take part; with δ = 0 their detector value is 0.
-2. *Test* (held-out episode seeds, never used for selection or for choosing the stress α): per
-   candidate, one value per held-out seed (training seeds and α0 cells averaged within the seed:
-   they share its common random numbers) of (1) the paired profit advantage over the static
-   engine and (2) the detector value, each an exact sign-flip test with its inverted CI, and of
-   (3) the human-harm share, a one-sided t test against `max_human_harm` whose inverted upper
-   bound is reported. The candidate's p is the largest of the three one-sided p's
-   (intersection-union: certification claims all three); the candidates' p's are Holm-adjusted,
-   so testing several cannot certify a harmful one more often than the level either.
-3. *Decision*: certified iff every blocking check passed and the Holm-adjusted p is at most
-   (1 − confidence)/2 -- with one candidate exactly: both CIs lie above zero and the harm's upper
-   bound is within the bound. The report names the best certified candidate, else the top-ranked
-   one, with every condition it failed; the profit advantage at α0 = 1 is reported, not decided.
+1. *Selection* (selection episode seeds only): every policy but the static engine and the
+   baseline -- the tuned-static tier, the best undefended response -- is scored by the smaller of
+   its stress profit advantage over the baseline and its stress detector value (its profit with
+   the fitted f − with f permuted within engagement strata, same draws), each the worst case over
+   the α band of the *paired* difference (`pairs.paired_stress`); candidates whose stress human
+   harm is within the bound rank first; the best `n_candidates` go forward.
+2. *Test* (held-out seeds, never used to select or to choose a band α): per candidate one value
+   per seed, both arms at the α chosen on the selection seeds, of (1) the profit advantage over
+   the baseline and (2) the detector value, each a one-sided test of H0: mean <= 0, and (3) the
+   total human harm against the best undefended response, H0: mean >= `max_human_harm` -- each
+   `studentized.mean_test`, which holds its level under skew and zero inflation from 24 seeds.
+   The candidate's p is the largest of the three (intersection-union); candidates' p's are
+   Holm-adjusted.
+3. *Decision*: certified iff every blocking check passed, at least `MIN_TEST_SEEDS` held-out
+   seeds were used, and the Holm-adjusted p <= (1 − confidence)/2. Reported, not decided on:
+   the advantage over the static engine (the store's own pricing), the detector's human
+   false-positive rate at α = 0, the humans' surplus change and the share of them quoted up.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,40 +30,45 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from phantom_assets.audit.harm import HarmBound, harm_bound
 from phantom_assets.audit.pairs import (
     FITTED,
-    SeedValues,
-    detector_values,
-    per_seed,
-    profit_advantages,
-    rank_candidates,
+    PERMUTED,
+    PairedStress,
+    StressCube,
+    paired_stress,
+    stress_cube,
 )
-from phantom_assets.audit.sign_flip import SignFlipResult, sign_flip_test
-from phantom_assets.constants import SELECTION_SPLIT, TEST_SPLIT
+from phantom_assets.audit.studentized import MIN_CALIBRATED_N, MeanTestResult, mean_test
 
 DEFAULT_CONFIDENCE = 0.95
 HARM_METRIC = "human_harm"
-REPORTED_ALPHA0 = 1.0
-"""The α0 cell whose held-out profit advantage is reported (not decided on): all agents."""
+MIN_TEST_SEEDS = MIN_CALIBRATED_N
+"""The gate certifies only from as many held-out seeds as the mean test is calibrated for."""
+REPORTED = ("false_positive_rate", "human_surplus_change", "human_quoted_up")
+"""The candidate's held-out means reported beside the decision (fitted detector, harm's α)."""
 GATE_METHOD = (
-    "held-out sign-flip tests (exact up to 16 seeds) of the fitted stress profit vs the static "
-    "engine and of the detector value (fitted - permuted-f profit, same seeds); human harm: "
-    "one-sided Student-t upper bound of the held-out mean vs max_human_harm, decided on that "
-    "bound (H0: mean >= bound); candidate p = max of the three one-sided p's (intersection-"
-    "union); Holm across candidates; certified iff Holm p <= (1 - confidence)/2 and blocking "
-    "checks passed; selection by min(profit advantage, detector value) on disjoint selection seeds"
+    "one-sided mean tests (studentized bootstrap with a skewness allowance) on held-out episode "
+    "seeds of the profit advantage over the best undefended response and of the detector value "
+    "(fitted f - f permuted within engagement strata), each the worst case over the alpha band "
+    "of the paired difference (alpha chosen on the selection seeds), and of the total human harm "
+    "vs that response (H0: mean >= max_human_harm); candidate p = max of the three "
+    "(intersection-union); Holm across candidates; certified iff Holm p <= (1 - confidence)/2, "
+    f">= {MIN_TEST_SEEDS} held-out seeds and every blocking check passed; candidates selected on "
+    "disjoint selection seeds by min(profit advantage, detector value)"
 )
 UNIT = "episode seed (alpha0 cells and training seeds averaged: they share its random numbers)"
+COMPARISON_ROLES = ("profit vs the best undefended response", "detector value beyond engagement",
+          "total human harm")  # fmt: skip
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
     "GATE_METHOD",
     "HARM_METRIC",
-    "REPORTED_ALPHA0",
+    "MIN_TEST_SEEDS",
     "GateDecision",
     "holm_adjust",
     "promotion_gate",
+    "select_candidates",
 ]
 
 
@@ -77,17 +85,96 @@ def holm_adjust(p_values: Sequence[float]) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class _CandidateTest:
-    """One candidate's three held-out tests; `p_value` is their intersection-union p."""
+class _Comparisons:
+    """One candidate's three paired stress comparisons (selection and held-out values)."""
 
+    profit: PairedStress
+    detector: PairedStress
+    harm: PairedStress
+
+
+def _comparisons(profit: StressCube, harm: StressCube, policy: str, baseline: str) -> _Comparisons:
+    return _Comparisons(
+        paired_stress(profit, (policy, FITTED), (baseline, FITTED)),
+        paired_stress(profit, (policy, FITTED), (policy, PERMUTED)),
+        paired_stress(harm, (policy, FITTED), worst="max"),
+    )
+
+
+def _finite(values: np.ndarray) -> np.ndarray:
+    return values[np.isfinite(values)]
+
+
+def select_candidates(
+    stress: pl.DataFrame, baseline: str, references: Sequence[str], max_human_harm: float,
+    n_candidates: int, metric: str = "profit",
+) -> pl.DataFrame:  # fmt: skip
+    """Every policy but the `references` (the baseline and the static engine), ranked on the
+    selection seeds by `score` = min(profit advantage over `baseline`, detector value), those
+    whose stress harm is within the bound first; the top `n_candidates`.
+
+    Returns:
+        `policy, profit_advantage, detector_value, score, human_harm, harm_within`, best first.
+
+    Raises:
+        ValueError: without a baseline or a candidate.
+    """
+    cubes = stress_cube(stress, metric), stress_cube(stress, HARM_METRIC)
+    return _select(*cubes, baseline, references, max_human_harm, n_candidates)
+
+
+def _select(
+    profit: StressCube, harm: StressCube, baseline: str, references: Sequence[str],
+    max_human_harm: float, n_candidates: int,
+) -> pl.DataFrame:  # fmt: skip
+    policies = profit.policies
+    if baseline not in policies:
+        raise ValueError(f"the baseline {baseline!r} has no stress rows")
+    candidates = [p for p in policies if p not in {baseline, *references}]
+    if not candidates:
+        raise ValueError(f"no candidate policy besides {[baseline, *references]}")
+    rows = []
+    for policy in candidates:  # the handful of policies of a store
+        pairs = _comparisons(profit, harm, policy, baseline)
+        advantage, value = pairs.profit.selection.mean(), pairs.detector.selection.mean()
+        harms = _finite(pairs.harm.selection)
+        mean_harm = float(harms.mean()) if harms.size else math.nan
+        rows.append((policy, float(advantage), float(value), float(min(advantage, value)),
+                     mean_harm, not mean_harm > max_human_harm))  # fmt: skip
+    ranked = pl.DataFrame(rows, orient="row", schema=["policy", "profit_advantage",
+                          "detector_value", "score", "human_harm", "harm_within"])  # fmt: skip
+    return ranked.sort(["harm_within", "score", "policy"], descending=[True, True, False],
+                       nulls_last=True).head(n_candidates)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _CandidateTest:
     policy: str
-    profit: SignFlipResult
-    detector: SignFlipResult
-    harm: HarmBound
+    comparisons: _Comparisons
+    profit: MeanTestResult
+    detector: MeanTestResult
+    harm: MeanTestResult | None
+
+    @property
+    def tests(self) -> tuple[MeanTestResult | None, ...]:
+        return self.profit, self.detector, self.harm
 
     @property
     def p_value(self) -> float:
-        return max(self.profit.p_value, self.detector.p_value, self.harm.p_value)
+        return max(1.0 if t is None else t.p_value for t in self.tests)
+
+
+def _test_candidate(
+    profit: StressCube, harm: StressCube, policy: str, baseline: str, bound: float,
+    confidence: float, rng: np.random.Generator,
+) -> _CandidateTest:  # fmt: skip
+    pairs = _comparisons(profit, harm, policy, baseline)
+    harms = _finite(pairs.harm.test)
+    test = {"rng": rng, "confidence": confidence}
+    return _CandidateTest(
+        policy, pairs, mean_test(pairs.profit.test, **test), mean_test(pairs.detector.test, **test),
+        mean_test(harms, threshold=bound, alternative="less", **test) if harms.size >= 2 else None,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -96,31 +183,31 @@ class GateDecision:
 
     Attributes:
         candidate: The certified candidate, else the top-ranked one.
-        static: The undefended static engine it is compared with (§12 calls it `baseline`).
+        baseline: The best undefended response it is compared with (§12 `baseline`).
+        static: The static engine (the store's own pricing), a reported reference.
         certified: True iff its checks passed and its Holm-adjusted p <= (1 − confidence)/2.
         reasons: Sentences that say exactly why, with the numbers.
         selection_seeds / test_seeds: The disjoint episode-seed sets.
-        profit_vs_static: Held-out paired fitted-profit advantage over the static engine.
-        detector_value: Held-out paired fitted − permuted-f profit of the candidate.
-        human_harm: Held-out mean harm share, its upper bound and the configured bound.
+        tests: The candidate's three held-out tests (profit, detector value, harm; harm None
+            when no seed had human spend).
+        compared_at: Per comparison, the α of each α0 cell both arms were compared at.
         p_value: The candidate's Holm-adjusted intersection-union p.
         candidates: The Holm table: every tested candidate with its selection scores and p's.
-        profit_at_reported_alpha0: `profit_vs_static` on the α0 = `REPORTED_ALPHA0` cell only
-            (reported, not decided on); None when the grid lacks that cell.
+        reported: Held-out numbers reported, not decided on (vs the static engine, FPR, ...).
     """
 
     candidate: str
+    baseline: str
     static: str
     certified: bool
     reasons: tuple[str, ...]
     selection_seeds: tuple[int, ...]
     test_seeds: tuple[int, ...]
-    profit_vs_static: SignFlipResult
-    detector_value: SignFlipResult
-    human_harm: HarmBound
+    tests: tuple[MeanTestResult | None, ...]
+    compared_at: tuple[dict[str, object], ...]
     p_value: float
     candidates: tuple[dict[str, Any], ...]
-    profit_at_reported_alpha0: SignFlipResult | None
+    reported: dict[str, Any]
     metric: str
     confidence: float
     method: str = GATE_METHOD
@@ -129,33 +216,27 @@ class GateDecision:
     @property
     def n_pairs(self) -> int:
         """Independent held-out units (episode seeds) per comparison."""
-        return self.profit_vs_static.n
+        return self.tests[0].n if self.tests[0] is not None else 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict (for `CertificationReport.gate`; non-finite numbers become None).
-
-        `baseline`, `mean_diff`, `ci_low` and `ci_high` are the §12 contract names of the
-        reference and of the profit advantage over it.
-        """
-        profit = self.profit_vs_static.to_dict()
-        reported = self.profit_at_reported_alpha0
+        `baseline`, `mean_diff`, `ci_low`, `ci_high` are the §12 contract names of the best
+        undefended response and of the profit advantage over it."""
+        profit = self.tests[0].to_dict() if self.tests[0] else {}
+        comparisons = [
+            {"role": role, **(test.to_dict() if test else {"n": 0}), **where}
+            for role, test, where in zip(COMPARISON_ROLES, self.tests, self.compared_at,
+                                         strict=True)
+        ]
         return {
-            "candidate": self.candidate, "static": self.static, "baseline": self.static,
+            "candidate": self.candidate, "baseline": self.baseline, "static": self.static,
             "certified": self.certified, "reasons": list(self.reasons), "n_pairs": self.n_pairs,
             "selection_seeds": list(self.selection_seeds), "test_seeds": list(self.test_seeds),
-            "mean_diff": profit["mean_diff"], "ci_low": profit["ci_low"],
-            "ci_high": profit["ci_high"], "p_value": self.p_value, "metric": self.metric,
+            "mean_diff": profit.get("mean"), "ci_low": profit.get("ci_low"),
+            "ci_high": profit.get("ci_high"), "p_value": self.p_value, "metric": self.metric,
             "confidence": self.confidence, "level": _level(self.confidence),
-            "method": self.method, "unit": self.unit,
-            "comparisons": [
-                {"role": "profit vs static engine", "reference": self.static, **profit},
-                {"role": "detector value", "reference": f"{self.candidate} with permuted f",
-                 **self.detector_value.to_dict()},
-            ],
-            "human_harm": {"metric": HARM_METRIC, **self.human_harm.to_dict()},
-            "candidates": list(self.candidates),
-            "profit_at_reported_alpha0": None if reported is None else
-                {"alpha0": REPORTED_ALPHA0, "reference": self.static, **reported.to_dict()},
+            "method": self.method, "unit": self.unit, "comparisons": comparisons,
+            "candidates": list(self.candidates), "reported": self.reported,
         }  # fmt: skip
 
 
@@ -164,81 +245,69 @@ def _level(confidence: float) -> float:
     return round((1.0 - confidence) / 2.0, 12)
 
 
-def _seeds(values: SeedValues) -> tuple[int, ...]:
-    return tuple(np.unique([s for seeds, _ in values.by_arm.values() for s in seeds]).tolist())
-
-
 def _reasons(
-    test: _CandidateTest, static: str, holm_p: float, level: float, failed: Sequence[str]
-) -> list[str]:
+    test: _CandidateTest, baseline: str, holm_p: float, level: float, failed: Sequence[str],
+    n_test: int,
+) -> list[str]:  # fmt: skip
     """Every condition the candidate failed, with its numbers (certified: the numbers it met)."""
-    if not failed and holm_p <= level:
-        return [f"certified: all blocking checks passed; on held-out episode seeds "
-                f"{test.policy} beats the static engine {static}: {test.profit.describe()}; "
-                f"detector value: {test.detector.describe()}; {test.harm.describe()}; "
+    profit, detector, harm = test.tests
+    if not failed and holm_p <= level and n_test >= MIN_TEST_SEEDS:
+        return [f"certified: all blocking checks passed; on {n_test} held-out episode seeds "
+                f"{test.policy} beats the best undefended response {baseline}: "
+                f"{profit.describe()}; detector value beyond engagement: {detector.describe()}; "
+                f"total human harm: {harm.describe() if harm else 'undefined'}; "
                 f"Holm-adjusted one-sided p = {holm_p:.3g} <= {level:.3g}"]  # fmt: skip
-    unmet = []
-    for role, result in (("profit vs the static engine " + static, test.profit),
-                         ("detector value (fitted - permuted f)", test.detector)):  # fmt: skip
-        if result.ci_low <= 0.0:
-            unmet.append(f"not certified: {role}: the {result.describe()} does not lie above "
-                         f"zero")  # fmt: skip
-    if test.harm.n == 0:
-        unmet.append("not certified: human harm undefined: no held-out seed has human spend")
-    elif not test.harm.within:
-        unmet.append(f"not certified: {test.harm.describe()}: the upper bound exceeds it")
-    if not unmet and holm_p > level:  # each condition met alone, not after multiplicity
+    unmet = [f"not certified: {role}: {result.describe()} does not reject"
+             for role, result in zip(COMPARISON_ROLES[:2], (profit, detector), strict=True)
+             if not result.rejects]  # fmt: skip
+    if harm is None:
+        unmet.append("not certified: total human harm undefined: no held-out seed has human spend")
+    elif not harm.rejects:
+        unmet.append(f"not certified: total human harm: {harm.describe()} is not shown below "
+                     f"the bound")  # fmt: skip
+    if n_test < MIN_TEST_SEEDS:
+        unmet.append(f"not certified: {n_test} held-out seeds < {MIN_TEST_SEEDS}, the fewest the "
+                     f"tests are calibrated for (evaluation.test_episodes)")  # fmt: skip
+    if not unmet and holm_p > level:
         unmet.append(f"not certified: Holm-adjusted p = {holm_p:.3g} exceeds {level:.3g}")
     checks = [f"not certified: blocking checks failed: {', '.join(failed)}"] if failed else []
     return checks + unmet
 
 
-def _test_candidate(
-    profit: SeedValues,
-    harm: SeedValues,
-    policy: str,
-    static: str,
-    max_human_harm: float,
-    confidence: float,
-    rng: np.random.Generator,
-) -> _CandidateTest:
-    if (policy, FITTED) not in harm.by_arm:
-        raise ValueError(f"no held-out {HARM_METRIC} rows for {policy}")
-    return _CandidateTest(
-        policy,
-        sign_flip_test(profit_advantages(profit, policy, static), confidence=confidence, rng=rng),
-        sign_flip_test(detector_values(profit, policy), confidence=confidence, rng=rng),
-        harm_bound(harm.by_arm[(policy, FITTED)][1], bound=max_human_harm, confidence=confidence),
-    )
+def _reported(
+    stress: pl.DataFrame, profit: StressCube, test: _CandidateTest, static: str,
+    confidence: float, rng: np.random.Generator,
+) -> dict[str, Any]:  # fmt: skip
+    """Held-out numbers of the candidate reported beside the decision: its profit advantage over
+    the static engine (the worst case over the band, like the decided ones) and, at the α of the
+    harm comparison, the `REPORTED` metrics of its fitted-detector arm."""
+    out: dict[str, Any] = {}
+    if static in profit.policies and static != test.policy:
+        versus = paired_stress(profit, (test.policy, FITTED), (static, FITTED))
+        out["profit_vs_static"] = {"reference": static, **versus.to_dict(),
+                                   **mean_test(versus.test, rng=rng,
+                                               confidence=confidence).to_dict()}  # fmt: skip
+    harm_alphas = test.comparisons.harm.alphas
+    for name in (n for n in REPORTED if n in stress.columns):
+        cube = stress_cube(stress, name)
+        values = cube.arm((test.policy, FITTED))[:, ~cube.is_selection]
+        at = np.asarray([harm_alphas.get(a0) == a for a0, a in zip(cube.alpha0, cube.alpha,
+                                                                    strict=True)])  # fmt: skip
+        out[name] = _mean_or_none(values[at])
+        if name == "false_positive_rate":  # humans only: the detector's false-positive rate
+            out["false_positive_rate_at_alpha_0"] = _mean_or_none(values[cube.alpha == 0.0])
+    return out
 
 
-def _reported_profit(
-    held_out: pl.DataFrame, policy: str, static: str, metric: str, confidence: float,
-    rng: np.random.Generator,
-) -> SignFlipResult | None:  # fmt: skip
-    cell = held_out.filter((pl.col("alpha0") - REPORTED_ALPHA0).abs() < 1e-9)
-    if cell.is_empty():
-        return None
-    diff = profit_advantages(per_seed(cell, metric)[TEST_SPLIT], policy, static)
-    return sign_flip_test(diff, confidence=confidence, rng=rng)
-
-
-def select_candidates(
-    stress: pl.DataFrame, static: str, max_human_harm: float, n_candidates: int,
-    metric: str = "profit",
-) -> pl.DataFrame:  # fmt: skip
-    """The top `n_candidates` of `rank_candidates` on the selection seeds alone (profit advantage,
-    detector value, and the harm bound the gate will test), as the gate and the audit asset see
-    them."""
-    selection = per_seed(stress, metric)[SELECTION_SPLIT]
-    fitted = stress.filter((pl.col("split") == SELECTION_SPLIT) & (pl.col("detector") == FITTED))
-    harm = per_seed(fitted, HARM_METRIC)[SELECTION_SPLIT]
-    return rank_candidates(selection, static, harm, max_human_harm).head(n_candidates)
+def _mean_or_none(values: np.ndarray) -> float | None:
+    finite = _finite(values.ravel())
+    return float(finite.mean()) if finite.size else None
 
 
 def promotion_gate(
     stress: pl.DataFrame,
     *,
+    baseline: str,
     static: str,
     failed_checks: Mapping[str, Sequence[str]],
     rng: np.random.Generator,
@@ -249,64 +318,58 @@ def promotion_gate(
 ) -> GateDecision:
     """Select on the selection seeds, test on the held-out seeds, decide (module docstring).
 
-    Call `select_candidates(stress, static, max_human_harm, n_candidates, metric)` first to
-    learn which candidates' lineages must be checked.
+    Call `select_candidates` first to learn which candidates' lineages must be checked.
 
     Args:
         stress: Stress rows of every policy: `policy, split (selection|test), detector
-            (fitted|permuted), seed, alpha0, <metric>, human_harm`, optionally `train_seed`.
-        static: Policy key of the undefended static engine.
+            (fitted|permuted), alpha0, alpha (band), seed, <metric>, human_harm`, optionally
+            `train_seed` and the reported metrics.
+        baseline: Policy key of the best undefended response (the tuned-static tier).
+        static: Policy key of the static engine (reported reference).
         failed_checks: Per tested candidate, the failed blocking checks in the lineage of the
-            candidate and the static engine (empty = all passed).
-        rng: Draws random sign flips, needed only above `sign_flip.EXACT_MAX_N` held-out seeds.
-        max_human_harm: Bound on the held-out mean human-harm share.
+            candidate and the baseline (empty = all passed).
+        rng: Draws the mean tests' resamples.
+        max_human_harm: Bound on the held-out mean total human harm.
         metric: The pre-registered stress metric (higher is better).
         n_candidates: How many top-ranked candidates are tested (Holm-corrected).
-        confidence: Two-sided confidence of each CI; the one-sided level of the decision is
+        confidence: Two-sided confidence of each interval; the one-sided level of the decision is
             (1 − confidence)/2.
 
     Raises:
         ValueError: if a split is missing, the seed sets overlap, there is no candidate, a
             tested candidate has no entry in `failed_checks`, or the pairs do not line up.
     """
-    values = per_seed(stress, metric)
-    selection = values[SELECTION_SPLIT]
-    selection_seeds, test_seeds = _seeds(selection), _seeds(values[TEST_SPLIT])
-    if not selection_seeds or not test_seeds:
-        raise ValueError("stress rows need both a 'selection' and a 'test' split of seeds")
-    if set(selection_seeds) & set(test_seeds):
-        raise ValueError(f"selection and test seeds overlap: "
-                         f"{sorted(set(selection_seeds) & set(test_seeds))}")  # fmt: skip
     if n_candidates < 1:
         raise ValueError(f"n_candidates must be >= 1, got {n_candidates}")
-    ranked = select_candidates(stress, static, max_human_harm, n_candidates, metric)
+    profit, harm = stress_cube(stress, metric), stress_cube(stress, HARM_METRIC)
+    if profit.is_selection.all() or not profit.is_selection.any():
+        raise ValueError("stress rows need both a 'selection' and a 'test' split of seeds")
+    ranked = _select(profit, harm, baseline, [static], max_human_harm, n_candidates)
     unknown = [k for k in ranked["policy"].to_list() if k not in failed_checks]
     if unknown:
         raise ValueError(f"no check results given for tested candidates {unknown}")
-    # Held-out fitted rows of the tested policies: all the harm and reported numbers need.
-    held_out = stress.filter((pl.col("split") == TEST_SPLIT) & (pl.col("detector") == FITTED)
-                             & pl.col("policy").is_in([*ranked["policy"], static]))  # fmt: skip
-    harm = per_seed(held_out, HARM_METRIC)[TEST_SPLIT]
-    tested = [_test_candidate(values[TEST_SPLIT], harm, policy, static, max_human_harm,
-                              confidence, rng) for policy in ranked["policy"]]  # fmt: skip
+    tested = [_test_candidate(profit, harm, policy, baseline, max_human_harm, confidence, rng)
+              for policy in ranked["policy"]]  # fmt: skip
+    first = tested[0].comparisons.profit
     holm = holm_adjust([t.p_value for t in tested])
-    level = _level(confidence)
-    passing = [i for i, t in enumerate(tested) if holm[i] <= level and not failed_checks[t.policy]]
+    level, n_test = _level(confidence), len(first.test_seeds)
+    passing = [i for i, t in enumerate(tested) if holm[i] <= level and not failed_checks[t.policy]
+               and n_test >= MIN_TEST_SEEDS]  # fmt: skip
     index = passing[0] if passing else 0
     chosen, chosen_holm = tested[index], float(holm[index])
     table = tuple(
         {**row, "p_profit": t.profit.p_value, "p_detector": t.detector.p_value,
-         "p_harm": t.harm.p_value, "p_value": t.p_value, "p_holm": float(h),
-         "failed_checks": list(failed_checks[t.policy])}
+         "p_harm": None if t.harm is None else t.harm.p_value, "p_value": t.p_value,
+         "p_holm": float(h), "failed_checks": list(failed_checks[t.policy])}
         for row, t, h in zip(ranked.iter_rows(named=True), tested, holm, strict=True)
     )  # fmt: skip
+    pairs = chosen.comparisons
     return GateDecision(
-        candidate=chosen.policy, static=static, certified=bool(passing),
-        reasons=tuple(_reasons(chosen, static, chosen_holm, level,
-                               list(failed_checks[chosen.policy]))),
-        selection_seeds=selection_seeds, test_seeds=test_seeds, profit_vs_static=chosen.profit,
-        detector_value=chosen.detector, human_harm=chosen.harm, p_value=chosen_holm,
-        candidates=table, metric=metric, confidence=confidence,
-        profit_at_reported_alpha0=_reported_profit(held_out, chosen.policy, static, metric,
-                                                   confidence, rng),
+        candidate=chosen.policy, baseline=baseline, static=static, certified=bool(passing),
+        reasons=tuple(_reasons(chosen, baseline, chosen_holm, level,
+                               list(failed_checks[chosen.policy]), n_test)),
+        selection_seeds=first.selection_seeds, test_seeds=first.test_seeds, tests=chosen.tests,
+        compared_at=tuple(p.to_dict() for p in (pairs.profit, pairs.detector, pairs.harm)),
+        p_value=chosen_holm, candidates=table, metric=metric, confidence=confidence,
+        reported=_reported(stress, profit, chosen, static, confidence, rng),
     )  # fmt: skip

@@ -1,189 +1,194 @@
-"""Stress rows → one value per (policy, detector, episode seed): the gate's unit (DESIGN §8).
+"""Stress rows → the gate's paired values: one per episode seed, both arms at the same α
+(DESIGN §8).
 
-Stress rows exist per (policy, split, detector, α0, episode seed, training seed). Training seeds
-are replicates of one policy and α0 cells reuse the episode seed's common random numbers, so
-neither is an independent unit: both are averaged within the seed before anything is paired.
-Pairing is then one-to-one on the seed (a many-to-many join on seed alone turned 8 seeds into
-200 "pairs"). The detector dimension gives each policy two arms, `fitted` and `permuted` (the
-ablation with uninformative f on the same random numbers), so the detector value is a paired
-difference too: fitted − permuted of one policy on the same seeds.
+Stress rows exist per (policy, split, detector, α0, band α, episode seed, training seed). Training
+seeds are replicates of one policy: they are averaged within the seed first (`seed_means`), and
+the result is laid out as a cube (`StressCube`: arm × stress cell × seed) once, so the gate's many
+comparisons are array arithmetic. A comparison of two arms -- (policy, detector) pairs -- is paired
+on (α0, band α, seed): its difference per band α, the *worst case over the band of the paired
+difference* with that α chosen on the selection seeds alone (`worst="min"`; for a quantity that
+harms, the largest: `worst="max"`), and the held-out seeds evaluated at exactly that α. α0 cells
+reuse the seed's common random numbers, so the values are averaged over α0 within a seed: one
+value per seed, the gate's unit. No number here ever compares two policies at different α:
+`PairedStress.alphas` records the one α of each cell.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import polars as pl
 
-from phantom_assets.constants import STRESS_SPLITS
+from phantom_assets.constants import SELECTION_SPLIT, STRESS_SPLITS
 from phantom_assets.market.engine import DETECTOR_MODES
 
 FITTED, PERMUTED = DETECTOR_MODES
 Arm = tuple[str, str]
 """(policy key, detector mode): one evaluated arm of the stress table."""
-ARM_COLUMNS = ("split", "policy", "detector")
+CELL = ("alpha0", "alpha")
+_REQUIRED = ("split", "policy", "detector", *CELL, "seed")
 
 __all__ = [
     "FITTED",
     "PERMUTED",
     "Arm",
-    "SeedValues",
-    "detector_values",
-    "paired_differences",
-    "per_seed",
-    "profit_advantages",
-    "rank_candidates",
+    "PairedStress",
+    "StressCube",
+    "paired_stress",
+    "seed_means",
+    "stress_cube",
 ]
 
 
 @dataclass(frozen=True)
-class SeedValues:
-    """One split's per-seed values of one metric: `by_arm[(policy, detector)] = (seeds, values)`,
-    seeds sorted; NaN where no cell of the seed defines the metric."""
+class PairedStress:
+    """One comparison on the stress band, per episode seed.
 
-    split: str
-    metric: str
-    by_arm: dict[Arm, tuple[np.ndarray, np.ndarray]]
+    Attributes:
+        selection: (selection seeds,) the worst-case paired values, averaged over α0 cells.
+        test: (held-out seeds,) the same at the α chosen on the selection seeds.
+        selection_seeds, test_seeds: the seeds, sorted.
+        alphas: α0 -> the band α both arms were compared at (chosen on the selection seeds).
+    """
 
-    def policies(self) -> list[str]:
-        """Every policy key with at least one arm, sorted."""
-        return sorted({policy for policy, _ in self.by_arm})
+    selection: np.ndarray
+    test: np.ndarray
+    selection_seeds: tuple[int, ...]
+    test_seeds: tuple[int, ...]
+    alphas: dict[float, float]
+
+    def to_dict(self) -> dict[str, object]:
+        """The α of each α0 cell, for the report (both arms at that α)."""
+        return {"compared_at": [{"alpha0": a0, "alpha": a} for a0, a in self.alphas.items()]}
 
 
-def per_seed(stress: pl.DataFrame, metric: str) -> dict[str, SeedValues]:
-    """Per split, `metric` averaged over training seeds, then over α0 cells, per arm and seed.
-
-    Undefined values (NaN: a ratio without denominator, e.g. the human-harm share of a cell
-    without human spend) are left out of both means.
+def seed_means(stress: pl.DataFrame, metric: str) -> pl.DataFrame:
+    """`metric` per (split, policy, detector, α0, band α, episode seed), training seeds averaged
+    (undefined values, NaN, left out of the mean).
 
     Raises:
-        ValueError: for missing columns, no rows, a split outside `STRESS_SPLITS`, a detector
-            outside `DETECTOR_MODES`, or rows off their worst α (stress rows are worst-α rows).
+        ValueError: for missing columns, no rows, or a split or detector outside the protocol's.
     """
-    missing = {*ARM_COLUMNS, "seed", "alpha0", metric} - set(stress.columns)
+    missing = {*_REQUIRED, metric} - set(stress.columns)
     if missing:
         raise ValueError(f"stress rows lack columns {sorted(missing)}")
     if stress.is_empty():
         raise ValueError("no stress rows: materialize policy_evaluations first")
-    if {"alpha", "worst_alpha"} <= set(stress.columns):
-        off = stress.filter(pl.col("alpha") != pl.col("worst_alpha")).height
-        if off:
-            raise ValueError(f"{off} stress rows are not at their worst alpha; the gate tests "
-                             "the worst case only (evaluation/protocol.py)")  # fmt: skip
-    out = {split: SeedValues(split, metric, {}) for split in STRESS_SPLITS}
-    for (split, policy, detector), seeds, values in _arm_seed_means(stress, metric):
-        if split not in STRESS_SPLITS or detector not in DETECTOR_MODES:
-            raise ValueError(f"unknown stress split or detector ({split!r}, {detector!r}); "
-                             f"expected {STRESS_SPLITS} and {DETECTOR_MODES}")  # fmt: skip
-        out[split].by_arm[(policy, detector)] = (seeds, values)
-    return out
-
-
-def _arm_seed_means(
-    stress: pl.DataFrame, metric: str
-) -> list[tuple[tuple[str, str, str], np.ndarray, np.ndarray]]:
-    """(split, policy, detector), its sorted seeds and their two-stage means, per arm."""
-    codes = {name: f"_{name}" for name in ARM_COLUMNS}  # dense ranks: integer keys to sort on
-    ranks = [pl.col(name).rank("dense").alias(code) for name, code in codes.items()]
-    frame = stress.select(*ARM_COLUMNS, "seed", "alpha0", pl.col(metric).cast(pl.Float64), *ranks)
-    keys = np.column_stack([frame[name].to_numpy() for name in (*codes.values(), "seed")])
-    alpha0 = frame["alpha0"].to_numpy()
-    # numpy reductions over a stable sort (tied rows, the training seeds, keep their order):
-    # polars' parallel group_by may sum in a varying order, and the gate must give
-    # bit-identical numbers for the same table.
-    order = np.lexsort((alpha0, *keys.T[::-1]))
-    keys, alpha0 = keys[order], alpha0[order]
-    new_arm = _changes(keys[:, :3])
-    new_unit = new_arm | _changes(keys[:, 3:])
-    cell_start = np.flatnonzero(new_unit | _changes(alpha0[:, None]))
-    unit_start = np.flatnonzero(new_unit[cell_start])
-    values = _run_means(_run_means(frame[metric].to_numpy()[order], cell_start), unit_start)
-    unit_rows = cell_start[unit_start]
-    arm_start = np.flatnonzero(new_arm[unit_rows])
-    labels = frame.select(ARM_COLUMNS)[order[unit_rows[arm_start]]].rows()
-    bounds = zip(arm_start, np.r_[arm_start[1:], unit_rows.size], strict=True)
-    seeds = keys[unit_rows, 3]
-    return [(label, seeds[a:b], values[a:b]) for label, (a, b) in zip(labels, bounds, strict=True)]
-
-
-def _changes(keys: np.ndarray) -> np.ndarray:
-    """True where a sorted (n, k) key row differs from the one before (and at row 0)."""
-    return np.r_[True, np.any(keys[1:] != keys[:-1], axis=1)]
-
-
-def _run_means(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Mean of the finite values of each run (runs begin at `starts`); NaN for a run without."""
-    finite = np.isfinite(values)
-    sums = np.add.reduceat(np.where(finite, values, 0.0), starts)
-    counts = np.add.reduceat(finite.astype(np.int64), starts)
-    return np.divide(sums, counts, out=np.full(sums.shape, np.nan), where=counts > 0)
-
-
-def paired_differences(values: SeedValues, first: Arm, second: Arm) -> np.ndarray:
-    """first − second per episode seed of the split (one value per seed, by seed).
-
-    Raises:
-        ValueError: if either arm has no rows, or their seed sets differ (the protocol gives
-            every policy and detector the same seeds; a mismatch means broken evaluations).
-    """
-    absent = [arm for arm in (first, second) if arm not in values.by_arm]
-    if absent:
-        raise ValueError(f"no {values.split} stress rows for (policy, detector) {absent}")
-    (seeds_1, value_1), (seeds_2, value_2) = values.by_arm[first], values.by_arm[second]
-    if not np.array_equal(seeds_1, seeds_2):
+    splits, detectors = set(stress["split"].unique()), set(stress["detector"].unique())
+    if not splits <= set(STRESS_SPLITS) or not detectors <= set(DETECTOR_MODES):
         raise ValueError(
-            f"{first} and {second} were stress-tested on different {values.split} seeds: "
-            f"{seeds_1.tolist()} vs {seeds_2.tolist()}"
+            f"unknown stress splits {sorted(splits)} or detectors {sorted(detectors)}; "
+            f"expected {STRESS_SPLITS}, {DETECTOR_MODES}"
         )
-    return value_1 - value_2
+    value = pl.col(metric).cast(pl.Float64)
+    return (
+        stress.with_columns(value=pl.when(value.is_nan()).then(None).otherwise(value))
+        .group_by("split", "policy", "detector", *CELL, "seed")
+        .agg(pl.col("value").mean())
+        .sort("split", "policy", "detector", *CELL, "seed")
+    )
 
 
-def profit_advantages(values: SeedValues, candidate: str, static: str) -> np.ndarray:
-    """Candidate − static engine per seed, both with the fitted detector."""
-    return paired_differences(values, (candidate, FITTED), (static, FITTED))
+@dataclass(frozen=True)
+class StressCube:
+    """A metric's seed means as an array: `values[arm, cell, seed]` (NaN: undefined).
+
+    Attributes:
+        arms: (policy, detector) of each first index.
+        alpha0, alpha: (cells,) the α0 cell and band α of each second index.
+        seeds: (seeds,) the episode seeds; `is_selection` marks the selection split's.
+    """
+
+    values: np.ndarray
+    arms: tuple[Arm, ...]
+    alpha0: np.ndarray
+    alpha: np.ndarray
+    seeds: np.ndarray
+    is_selection: np.ndarray
+
+    def arm(self, arm: Arm) -> np.ndarray:
+        """(cells, seeds) values of one arm."""
+        try:
+            return self.values[self.arms.index(arm)]
+        except ValueError:
+            raise ValueError(f"no stress rows for (policy, detector) {arm}") from None
+
+    @property
+    def policies(self) -> tuple[str, ...]:
+        return tuple(sorted({policy for policy, _ in self.arms}))
 
 
-def detector_values(values: SeedValues, candidate: str) -> np.ndarray:
-    """Detector value per seed: the candidate with fitted f − with permuted f (same draws)."""
-    return paired_differences(values, (candidate, FITTED), (candidate, PERMUTED))
-
-
-def rank_candidates(
-    selection: SeedValues,
-    static: str,
-    harm: SeedValues | None = None,
-    max_human_harm: float = np.inf,
-) -> pl.DataFrame:
-    """Every policy but `static`, ranked on the selection seeds by the quantity the gate tests:
-    `score` = min(mean profit advantage over `static`, mean detector value) -- among the policies
-    whose mean human-harm share on the selection seeds (`harm`, fitted arm) is within
-    `max_human_harm` first, since the gate also requires that; the others after them.
-
-    Returns:
-        `policy, profit_advantage, detector_value, score, human_harm, harm_within`, best first
-        (ties by policy key, so the order is deterministic).
+def stress_cube(stress: pl.DataFrame, metric: str) -> StressCube:
+    """`seed_means` of `metric` laid out as arm × cell × seed.
 
     Raises:
-        ValueError: if `static` has no fitted rows, no other policy is present, or a policy
-            lacks an arm or a seed.
+        ValueError: as `seed_means`; and if the arms were not stress-tested on the same cells and
+            seeds (the protocol gives every policy and detector the same ones) or a seed is in
+            both splits.
     """
-    if (static, FITTED) not in selection.by_arm:
-        raise ValueError(f"the static engine {static!r} has no {selection.split} stress rows")
-    candidates = [key for key in selection.policies() if key != static]
-    if not candidates:
-        raise ValueError(f"no candidate policy besides the static engine {static!r}")
-    advantage = np.array([profit_advantages(selection, key, static).mean() for key in candidates])
-    detector = np.array([detector_values(selection, key).mean() for key in candidates])
-    harms = np.array([
-        np.mean(harm.by_arm[(key, FITTED)][1]) if harm and (key, FITTED) in harm.by_arm
-        else np.nan for key in candidates
-    ])  # fmt: skip
-    within = ~(harms > max_human_harm)  # undefined harm (no humans) does not disqualify
-    ranked = pl.DataFrame(
-        {"policy": candidates, "profit_advantage": advantage, "detector_value": detector,
-         "score": np.minimum(advantage, detector), "human_harm": harms, "harm_within": within},
-        nan_to_null=True,  # an undefined score ranks last, never first
+    means = seed_means(stress, metric)
+    arms = means.select("policy", "detector").unique().sort("policy", "detector")
+    cells = means.select(*CELL).unique().sort(*CELL)
+    seeds = means.select("seed", "split").unique().sort("seed")
+    if seeds["seed"].n_unique() != seeds.height:
+        raise ValueError("a stress seed is in both the selection and the test split")
+    if means.height != arms.height * cells.height * seeds.height:
+        rows = sorted(set(means.group_by("policy", "detector").len()["len"]))
+        raise ValueError(
+            f"arms were stress-tested on different cells or seeds: each needs {cells.height} "
+            f"cells x {seeds.height} seeds, got {rows} rows"
+        )
+    ordered = means.sort("policy", "detector", *CELL, "seed")["value"]
+    values = ordered.to_numpy().astype(np.float64)
+    return StressCube(
+        values=values.reshape(arms.height, cells.height, seeds.height),
+        arms=tuple(arms.iter_rows()),
+        alpha0=cells["alpha0"].to_numpy(), alpha=cells["alpha"].to_numpy(),
+        seeds=seeds["seed"].to_numpy(), is_selection=(seeds["split"] == SELECTION_SPLIT).to_numpy(),
     )  # fmt: skip
-    return ranked.sort(["harm_within", "score", "policy"], descending=[True, True, False],
-                       nulls_last=True)  # fmt: skip
+
+
+def _nanmean(values: np.ndarray, axis: int) -> np.ndarray:
+    with warnings.catch_warnings():  # an all-undefined slice is NaN, as intended
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(values, axis=axis)
+
+
+def paired_stress(
+    cube: StressCube,
+    first: Arm,
+    second: Arm | None = None,
+    worst: Literal["min", "max"] = "min",
+) -> PairedStress:
+    """first − second (or `first` alone) per episode seed, at the worst band α of each α0 cell.
+
+    Args:
+        cube: `stress_cube` of the metric.
+        first: the arm tested (e.g. (candidate, "fitted")).
+        second: the arm it is compared with at the same (α0, α, seed) (e.g. the tuned-static
+            baseline, or the candidate with the ablation's f); None: `first`'s own values.
+        worst: which end of the band is the worst case: "min" (a gain: profit advantage, detector
+            value) or "max" (a cost: human harm). Ties go to the lower α.
+
+    Raises:
+        ValueError: if an arm has no rows.
+    """
+    values = cube.arm(first) if second is None else cube.arm(first) - cube.arm(second)
+    by_cell = _nanmean(values[:, cube.is_selection], axis=1)
+    badness = np.where(np.isnan(by_cell), -np.inf, by_cell if worst == "max" else -by_cell)
+    alphas: dict[float, float] = {}
+    chosen = np.zeros(cube.alpha0.size, dtype=bool)
+    for alpha0 in np.unique(cube.alpha0):  # a handful of α0 cells
+        cells = np.flatnonzero(cube.alpha0 == alpha0)  # sorted by band α: argmax takes the lowest
+        pick = cells[np.argmax(badness[cells])]
+        chosen[pick] = True
+        alphas[float(alpha0)] = float(cube.alpha[pick])
+    per_seed = _nanmean(values[chosen], axis=0)
+    test = ~cube.is_selection
+    return PairedStress(
+        per_seed[cube.is_selection], per_seed[test],
+        tuple(cube.seeds[cube.is_selection].tolist()), tuple(cube.seeds[test].tolist()), alphas,
+    )  # fmt: skip

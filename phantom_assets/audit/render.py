@@ -7,8 +7,8 @@ from typing import Any
 from phantom_assets.audit.records import ArtifactRecord, CertificationReport
 
 SHORT_VERSION = 12
-HOLM_COLUMNS = ("policy", "profit_advantage", "detector_value", "score", "p_profit", "p_detector",
-                "p_harm", "p_value", "p_holm")  # fmt: skip
+HOLM_COLUMNS = ("policy", "profit_advantage", "detector_value", "score", "human_harm", "p_profit",
+                "p_detector", "p_harm", "p_value", "p_holm")  # fmt: skip
 """The candidate table's columns (`GateDecision.candidates`), failed checks after them."""
 
 
@@ -40,29 +40,35 @@ def _row(*cells: object) -> str:
     return "| " + " | ".join(_number(cell) for cell in cells) + " |"
 
 
+def _compared_at(comparison: dict[str, Any]) -> str | None:
+    """Where both arms met: `α0 → band α` per cell (never two different α)."""
+    cells = comparison.get("compared_at") or []
+    return ", ".join(f"{c['alpha0']} → {c['alpha']}" for c in cells) or None
+
+
 def _comparison_lines(gate: dict[str, Any]) -> list[str]:
     rows = list(gate.get("comparisons") or [])
-    reported = gate.get("profit_at_reported_alpha0")
-    if reported:
-        role = f"profit vs static engine at alpha0 = {reported['alpha0']} (reported, not decided)"
-        rows.append({**reported, "role": role})
+    versus = (gate.get("reported") or {}).get("profit_vs_static")
+    if versus:
+        rows.append({**versus, "role": f"profit vs the static engine {versus['reference']} "
+                                        "(reported, not decided)"})  # fmt: skip
     if not rows:
         return []
-    return ["", "| comparison | vs | held-out pairs | mean diff | CI | one-sided p |",
-            "|---|---|---:|---:|---|---:|",
-            *[_row(c.get("role"), c.get("reference"), c.get("n"), c.get("mean_diff"),
-                   f"[{_number(c.get('ci_low'))}, {_number(c.get('ci_high'))}]", c.get("p_value"))
+    return ["", "| comparison (held-out) | seeds | mean | CI | H0 | one-sided p | α0 → α |",
+            "|---|---:|---:|---|---|---:|---|",
+            *[_row(c.get("role"), c.get("n"), c.get("mean"),
+                   f"[{_number(c.get('ci_low'))}, {_number(c.get('ci_high'))}]",
+                   f"mean {'<=' if c.get('alternative') == 'greater' else '>='} "
+                   f"{_number(c.get('threshold'))}", c.get("p_value"), _compared_at(c))
               for c in rows]]  # fmt: skip
 
 
-def _harm_lines(gate: dict[str, Any]) -> list[str]:
-    harm = gate.get("human_harm")
-    if not harm:
+def _reported_lines(gate: dict[str, Any]) -> list[str]:
+    reported = {k: v for k, v in (gate.get("reported") or {}).items() if k != "profit_vs_static"}
+    if not reported:
         return []
-    return ["", "| human harm | held-out seeds | mean | upper bound | bound | within | "
-            "p (H0: mean >= bound) |", "|---|---:|---:|---:|---:|---|---:|",
-            _row(*(harm.get(k) for k in ("metric", "n", "mean", "upper", "bound", "within",
-                                         "p_value")))]  # fmt: skip
+    return ["", "Reported, not decided on (the candidate, fitted detector, held-out seeds):", "",
+            "| quantity | value |", "|---|---:|", *[_row(k, v) for k, v in reported.items()]]
 
 
 def _holm_lines(gate: dict[str, Any]) -> list[str]:
@@ -84,10 +90,30 @@ def _holm_lines(gate: dict[str, Any]) -> list[str]:
 def _gate_lines(gate: dict[str, Any]) -> list[str]:
     if not gate:
         return ["_no gate numbers recorded_"]
-    keys = ("candidate", "static", "metric", "n_pairs", "unit", "confidence", "level", "p_value",
-            "method", "selection_seeds", "test_seeds")  # fmt: skip
+    keys = ("candidate", "baseline", "static", "metric", "n_pairs", "unit", "confidence", "level",
+            "p_value", "method", "selection_seeds", "test_seeds")  # fmt: skip
     return ["| quantity | value |", "|---|---|", *[_row(k, gate[k]) for k in keys if k in gate],
-            *_comparison_lines(gate), *_harm_lines(gate), *_holm_lines(gate)]  # fmt: skip
+            *_comparison_lines(gate), *_reported_lines(gate), *_holm_lines(gate)]  # fmt: skip
+
+
+def _assumption_lines(gate: dict[str, Any]) -> list[str]:
+    assumptions = gate.get("assumptions")
+    if not assumptions:
+        return []
+    holds = assumptions.get("decision_holds_on_whole_grid")
+    lines = ["", "## Assumptions", "",
+             f"- declared (not identified by the logs): {', '.join(assumptions['declared'])}",
+             f"- the intervals cover {assumptions['interval_covers']}"]  # fmt: skip
+    if holds is None:
+        return [*lines, f"- sensitivity: {assumptions.get('sensitivity')}"]
+    return [
+        *lines,
+        f"- this decision {'holds' if holds else 'does NOT hold'} on the whole sensitivity grid: "
+        f"the fixed-action gate certifies at {assumptions['fixed_action_gate_certified_at']} of "
+        f"{assumptions['grid_points']} points",
+        *[f"- {verdict}: {c}" for verdict, key in (("robust", "robust"), ("never", "never"),
+          ("depends on the assumptions", "depends")) for c in assumptions.get(key, [])],
+    ]  # fmt: skip
 
 
 def _lineage_lines(records: tuple[ArtifactRecord, ...]) -> list[str]:
@@ -136,6 +162,7 @@ def render_markdown(report: CertificationReport) -> str:
         "## Promotion gate (held-out episode seeds, paired)",
         "",
         *_gate_lines(report.gate),
+        *_assumption_lines(report.gate),
         "",
         f"## Lineage ({len(report.records)} asset partitions)",
         "",

@@ -1,31 +1,30 @@
 """Calibration of the promotion gate (DESIGN §5a, §8): how often it certifies what it must not.
 
-Every replication builds a v2 stress table with the real shape -- 24 learnable candidates (4
-tiers × baseline/robust × 3 training α), the surge and linear heuristics and the static engine
-× 3 α0 cells × selection and held-out episode seeds × training seeds × both detectors -- and
-runs the real `promotion_gate` on it. Per row (policy p, seed s, α0 cell a, training seed t,
-detector d), with every noise term (u, v, η, ε, ζ) drawn from the layout's standardized law:
+Every replication builds a stress table with the real shape -- the demo's learnable candidates
+(3 tiers × plain/robust at the training α), the surge and linear heuristics, the tuned-static
+baseline (the best undefended response) and the static engine × 3 α0 cells × the stress band of
+each (α0 ± 0.2 ∩ [0, 1]) × selection and held-out episode seeds × training seeds × both
+detectors -- and runs the real `promotion_gate` on it. Per row (policy p, seed s, α0 cell a,
+band α b, training seed t, detector d), every noise term drawn from the layout's standardized law:
 
-    profit = 100 + 10·u[s, a] + η[p, s, a, t] + 0.3·ε[p, s, a, t, d] + lift_p + value_p·[d = fitted]
-    harm   = harm_p + 0.005·v[s, a] + 0.01·ζ[p, s, a, t]
+    profit = 100 + 10·u[s] + 3·u'[s, a, b] − 20·α_b + η[p, s, a, b, t]
+             + learnable·(0.3·ε[p, s, a, b, t, d] + lift(b) + value·[d = fitted])
+    harm   = learnable·harm_p(s, a, b, t)
 
-u and v are the episode seed's common random numbers, shared by every policy and both detectors;
-η is shared by a policy's two detector runs (the permuted-f ablation reuses every draw but f);
-ε, the part that depends on f, and harm exist only for learnable candidates (with δ = 0 the
-heuristics and the static engine quote the same with either f and harm no human). lift, value
-and harm_p are the layout's, for learnable candidates only.
+u, u' are the episode seed's common random numbers (shared by every policy and both detectors),
+η is shared by a policy's two detector runs (the permuted-f ablation reuses every draw but f),
+ε -- the part that depends on f -- and harm exist only for learnable candidates (the heuristics,
+the baseline and the static engine never quote up on f, so their detector value is exactly 0).
+`lift(b)` is the layout's advantage over the baseline, optionally 0 at the lowest α of each band
+(an advantage the worst case over the band does not have).
 
-Null layouts (each must certify at most (1 − confidence)/2 of the time): no profit advantage
-and no detector value; the "defence without detection" (DESIGN §5: a δ that lifts every
-low-engagement quote raises profit with an uninformative f, so the profit lift is large and the
-detector value 0); a detector value without a profit advantage; and human harm exactly at the
-bound with both effects real. `POWER_LAYOUT` plants both effects: the gate must find them.
-
-Known limit (measured, not a study here): the harm bound is a Student-t bound, liberal under
-right skew. With harm noise skewed like the profit of the "skewed" law (lognormal, skewness 0.78
-per cell) the harm-at-bound layout certifies 0.034 of 3,000 replications, at skewness 1.75 0.043,
-against 0.025 (normal: 0.028 of 2,000). A harm share per episode pools thousands of shoppers,
-so its per-seed law is close to normal, and the harm-at-bound layouts draw normal noise.
+Null layouts (each must certify at most (1 − confidence)/2 of the time): no effect (heavy
+tails); the class-blind rule ("defence without detection": profit over the baseline, detector
+value 0); a detector value without a profit advantage; an advantage everywhere in the band but
+at its lowest α (the worst-case α must be found on the selection seeds); human harm exactly at
+the bound (normal, and zero-inflated: most seeds harm nobody, a few a lot); Holm over 3
+candidates; and the research shape (30 selection, 32 held-out seeds, 3 training seeds, skewed).
+`POWER_LAYOUT` plants both effects with harm well within the bound: the gate must find them.
 """
 
 from __future__ import annotations
@@ -39,24 +38,32 @@ from phantom_assets.audit.gate import DEFAULT_CONFIDENCE, HARM_METRIC, promotion
 from phantom_assets.audit.pairs import FITTED, PERMUTED
 from phantom_assets.calibration.result import CalibrationResult
 from phantom_assets.constants import SELECTION_SPLIT, TEST_SPLIT
+from phantom_assets.market.oracle import stress_alphas
 from phantom_assets.policies import policy_key
 
-TIERS = ("qtable", "ppo", "a2c", "dqn")
+TRAIN_ALPHA = 0.5
+TIERS = ("qtable", "ppo", "dqn")
 MODES = ("baseline", "robust")
-TRAIN_ALPHAS = (0.0, 0.5, 1.0)
-LEARNABLE = tuple(policy_key(t, m, a) for t in TIERS for m in MODES for a in TRAIN_ALPHAS)
-HEURISTICS = tuple(policy_key(t, None, 0.0) for t in ("surge", "linear"))
-STATIC = policy_key("static", None, 0.0)
-POLICIES = (*LEARNABLE, *HEURISTICS, STATIC)
+LEARNABLE = tuple(policy_key(t, m, TRAIN_ALPHA) for t in TIERS for m in MODES)
+HEURISTICS = tuple(policy_key(t, None, TRAIN_ALPHA) for t in ("surge", "linear"))
+BASELINE = policy_key("tuned", None, TRAIN_ALPHA)
+STATIC = policy_key("static", None, TRAIN_ALPHA)
+POLICIES = (*LEARNABLE, *HEURISTICS, BASELINE, STATIC)
 ALPHA0 = (0.0, 0.5, 1.0)
+STRESS_RADIUS = 0.2
+CELLS = tuple((a0, float(a)) for a0 in ALPHA0 for a in stress_alphas(a0, STRESS_RADIUS))
+"""(α0, band α) of every stress cell."""
 DETECTORS = (FITTED, PERMUTED)
 SPLITS = (SELECTION_SPLIT, TEST_SPLIT)
-HARM_BOUND = 0.05
-"""The bound the study tests against (its level does not depend on the value)."""
+HARM_BOUND = 0.02
+"""The bound the study tests against (the demo's `max_human_harm`)."""
 METRIC = "profit"
 _LOG_SD = 0.25  # skewness 0.78, as in the benchmark study: a value with a 25% CV
+_LEAK = 20.0  # profit lost per unit of α (agents buy at the floor)
 
 __all__ = [
+    "BASELINE",
+    "CELLS",
     "HARM_BOUND",
     "HEURISTICS",
     "LAYOUTS",
@@ -78,9 +85,14 @@ class GateLayout:
     Attributes:
         name: Layout name in the calibration output.
         noise: "normal" | "skewed" (lognormal, skewness 0.78) | "heavy" (Student t, 3 df).
-        profit_lift: Fitted and permuted profit added to every learnable candidate.
+        profit_lift: Profit (both detectors) added to every learnable candidate; with the
+            detector value, its fitted profit advantage over the baseline.
+        band_low_lift: The lift at the lowest α of each band instead (None: the same); at
+            −detector_value the worst case over the band has no advantage.
         detector_value: Fitted profit added to every learnable candidate (fitted − permuted).
         harm: Mean human-harm share of every learnable candidate.
+        harm_zero_share: Share of (seed, cell, training seed) runs that harm nobody (the rest
+            carry the whole mean: zero inflation).
         n_candidates: Candidates tested (Holm) by the gate.
         selection_seeds / test_seeds / train_seeds: The design's shape.
     """
@@ -88,33 +100,40 @@ class GateLayout:
     name: str
     noise: str = "normal"
     profit_lift: float = 0.0
+    band_low_lift: float | None = None
     detector_value: float = 0.0
-    harm: float = 0.01
+    harm: float = 0.005
+    harm_zero_share: float = 0.0
     n_candidates: int = 1
     selection_seeds: int = 8
-    test_seeds: int = 8
+    test_seeds: int = 24
     train_seeds: int = 1
 
 
 _LIFT, _VALUE = 5.0, 2.0  # clear effects, several paired SDs: only the missing one can fail
 LAYOUTS: tuple[GateLayout, ...] = (
     GateLayout("null_heavy_tailed", noise="heavy"),
-    GateLayout("defence_without_detection", profit_lift=_LIFT),
+    GateLayout("class_blind_rule", profit_lift=_LIFT),
     GateLayout(
-        "defence_without_detection_skewed", noise="skewed", profit_lift=_LIFT, train_seeds=3
+        "class_blind_rule_skewed_3_training_seeds", noise="skewed", profit_lift=_LIFT, train_seeds=3
     ),
-    GateLayout("defence_without_detection_holm_3_candidates", profit_lift=_LIFT, n_candidates=3),
-    GateLayout(
-        "defence_without_detection_study_shape_heavy_tailed",
-        noise="heavy",
-        profit_lift=_LIFT,
-        selection_seeds=30,
-        test_seeds=30,
-        train_seeds=3,
-    ),
-    # Fitted profit equal to the static engine's, permuted below it: value without advantage.
+    GateLayout("class_blind_rule_holm_3_candidates", profit_lift=_LIFT, n_candidates=3),
+    # Fitted profit equal to the baseline's, permuted below it: value without advantage.
     GateLayout("detection_without_profit", profit_lift=-_VALUE, detector_value=_VALUE),
+    GateLayout(
+        "advantage_missing_at_the_band_low",
+        profit_lift=_LIFT,
+        band_low_lift=-_VALUE,
+        detector_value=_VALUE,
+    ),
     GateLayout("harm_at_bound", profit_lift=_LIFT, detector_value=_VALUE, harm=HARM_BOUND),
+    GateLayout(
+        "harm_at_bound_zero_inflated",
+        profit_lift=_LIFT,
+        detector_value=_VALUE,
+        harm=HARM_BOUND,
+        harm_zero_share=0.7,
+    ),
     GateLayout(
         "harm_at_bound_holm_3_candidates",
         profit_lift=_LIFT,
@@ -122,10 +141,18 @@ LAYOUTS: tuple[GateLayout, ...] = (
         harm=HARM_BOUND,
         n_candidates=3,
     ),
+    GateLayout(
+        "class_blind_rule_research_shape_skewed",
+        noise="skewed",
+        profit_lift=_LIFT,
+        selection_seeds=30,
+        test_seeds=32,
+        train_seeds=3,
+    ),
 )
-# Per held-out seed the paired profit advantage has SD 0.82 and the detector value 0.24, so
-# these are 1.2 and 2 per-seed SDs: effects 8 seeds can find, not effects that cannot be missed.
-POWER_LAYOUT = GateLayout("profit_and_detector_value", profit_lift=1.0, detector_value=0.5)
+# Per held-out seed the paired profit advantage has SD ~0.5 and the detector value ~0.15 (the
+# cells of a seed averaged), so these are ~1.5 and ~2 per-seed SDs at the band's worst α.
+POWER_LAYOUT = GateLayout("profit_and_detector_value", profit_lift=0.75, detector_value=0.3)
 
 
 def _noise(kind: str, size: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
@@ -140,42 +167,61 @@ def _noise(kind: str, size: tuple[int, ...], rng: np.random.Generator) -> np.nda
     raise ValueError(f"unknown noise {kind!r}; choose normal, skewed or heavy")
 
 
+def _harm(layout: GateLayout, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """Non-negative harm shares with mean `layout.harm` (zero-inflated if asked): a seed's common
+    part times a run's own part, both mean-1 lognormal (right-skewed, like a pooled share)."""
+
+    def unit_lognormal(sigma: float, size: tuple[int, ...]) -> np.ndarray:
+        return rng.lognormal(-(sigma**2) / 2.0, sigma, size)
+
+    own = unit_lognormal(0.5, shape)
+    if layout.harm_zero_share:
+        own *= (rng.random(shape) >= layout.harm_zero_share) / (1.0 - layout.harm_zero_share)
+    return layout.harm * unit_lognormal(0.3, (1, shape[1], 1, 1, 1)) * own
+
+
 def stress_table(layout: GateLayout, rng: np.random.Generator) -> pl.DataFrame:
-    """One replication's stress rows: `policy, split, detector, seed, alpha0, train_seed,
+    """One replication's stress rows: `policy, split, detector, seed, alpha0, alpha, train_seed,
     profit, human_harm` (module docstring)."""
     n_seeds = layout.selection_seeds + layout.test_seeds
-    cells = (1, n_seeds, len(ALPHA0), 1, 1)
-    runs = (len(POLICIES), n_seeds, len(ALPHA0), layout.train_seeds, 1)
+    runs = (len(POLICIES), n_seeds, len(CELLS), layout.train_seeds)
+    alpha0, alpha = (np.asarray(column) for column in zip(*CELLS, strict=True))
+    band_low = np.asarray([a == min(b for c, b in CELLS if c == c0) for c0, a in CELLS])
     learnable = np.isin(POLICIES, LEARNABLE).reshape(-1, 1, 1, 1, 1)
     fitted = (np.asarray(DETECTORS) == FITTED).reshape(1, 1, 1, 1, -1)
+    low = layout.profit_lift if layout.band_low_lift is None else layout.band_low_lift
+    lift = np.where(band_low, low, layout.profit_lift).reshape(1, 1, -1, 1, 1)
     noise = layout.noise
-    profit = (100.0 + 10.0 * _noise(noise, cells, rng) + _noise(noise, runs, rng)
-              + learnable * (0.3 * _noise(noise, (*runs[:-1], len(DETECTORS)), rng)
-                             + layout.profit_lift + layout.detector_value * fitted))  # fmt: skip
-    harm = learnable * (layout.harm + 0.005 * _noise(noise, cells, rng)
-                        + 0.01 * _noise(noise, runs, rng))  # fmt: skip
-    shape = (*runs[:-1], len(DETECTORS))
-    p, s, a, t, d = np.indices(shape).reshape(len(shape), -1)
+    common = (10.0 * _noise(noise, (1, n_seeds, 1, 1, 1), rng)
+              + 3.0 * _noise(noise, (1, n_seeds, len(CELLS), 1, 1), rng))  # fmt: skip
+    profit = (100.0 + common - _LEAK * alpha.reshape(1, 1, -1, 1, 1)
+              + _noise(noise, (*runs, 1), rng)
+              + learnable * (0.3 * _noise(noise, (*runs, len(DETECTORS)), rng) + lift
+                             + layout.detector_value * fitted))  # fmt: skip
+    harm = learnable * _harm(layout, (*runs, 1), rng)
+    shape = (*runs, len(DETECTORS))
+    p, s, c, t, d = np.indices(shape).reshape(len(shape), -1)
     return pl.DataFrame({
         "policy": pl.Series(POLICIES).gather(p),
         "split": pl.Series(SPLITS).gather((s >= layout.selection_seeds).astype(np.int64)),
         "detector": pl.Series(DETECTORS).gather(d),
         "seed": s.astype(np.int64),
-        "alpha0": np.asarray(ALPHA0)[a],
+        "alpha0": alpha0[c],
+        "alpha": alpha[c],
         "train_seed": t.astype(np.int64),
-        METRIC: profit.ravel(),
+        METRIC: np.broadcast_to(profit, shape).ravel(),
         HARM_METRIC: np.broadcast_to(harm, shape).ravel(),
     })  # fmt: skip
 
 
 def gate_rejection_rate(layout: GateLayout, n_reps: int, rng: np.random.Generator) -> float:
     """Share of `n_reps` replications in which the real gate certified."""
-    passed: dict[str, tuple[str, ...]] = {key: () for key in POLICIES if key != STATIC}
+    passed: dict[str, tuple[str, ...]] = {key: () for key in POLICIES}
     certified = 0
     for _ in range(n_reps):  # each replication is one full gate run on a fresh table
-        decision = promotion_gate(stress_table(layout, rng), static=STATIC, failed_checks=passed,
-                                  rng=rng, max_human_harm=HARM_BOUND, metric=METRIC,
-                                  n_candidates=layout.n_candidates)  # fmt: skip
+        decision = promotion_gate(stress_table(layout, rng), baseline=BASELINE, static=STATIC,
+                                  failed_checks=passed, rng=rng, max_human_harm=HARM_BOUND,
+                                  metric=METRIC, n_candidates=layout.n_candidates)  # fmt: skip
         certified += decision.certified
     return certified / n_reps
 

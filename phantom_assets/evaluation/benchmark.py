@@ -22,11 +22,13 @@ from scipy import stats
 
 from phantom_assets.evaluation.protocol import EPISODE_METRICS
 
-DESIGN_KEYS: tuple[str, ...] = ("alpha", "k", "detector", "replicate")
-"""Columns a statistic is computed per, when present: the grid cell (α, K), the detector mode, and
-`replicate` (a simulation replicate: the calibration studies evaluate many in one call)."""
+DESIGN_KEYS: tuple[str, ...] = ("alpha", "band_alpha", "k", "detector", "replicate")
+"""Columns a statistic is computed per, when present: the grid cell (α, K), the α of a stress
+band around it, the detector mode, and `replicate` (a simulation replicate: the calibration
+studies evaluate many in one call)."""
 _KEY_TYPES: dict[str, pl.DataType] = {
-    "alpha": pl.Float64(), "k": pl.Int64(), "detector": pl.String(), "replicate": pl.Int64(),
+    "alpha": pl.Float64(), "band_alpha": pl.Float64(), "k": pl.Int64(), "detector": pl.String(),
+    "replicate": pl.Int64(),
 }  # fmt: skip
 _STAT_TYPES: dict[str, pl.DataType] = {
     "metric": pl.String(), "mean": pl.Float64(), "ci_low": pl.Float64(), "ci_high": pl.Float64(),
@@ -44,7 +46,8 @@ DIFFERENCE_SCHEMA: dict[str, pl.DataType] = {
     **dict.fromkeys(PAIR_COLUMNS, pl.String()), "alpha": pl.Float64(), "k": pl.Int64(),
     **_STAT_TYPES,
 }  # fmt: skip
-"""Contract of `benchmark_curves/differences.parquet`."""
+"""Contract of `benchmark_curves/differences.parquet` (stress rows add `band_alpha`: the one α
+both arms were compared at)."""
 
 CI_METHOD = "student_t_over_episode_seed_means"
 """How curve and paired-difference intervals are computed (for metadata)."""

@@ -6,7 +6,10 @@ Comparisons (`comparison_pairs`), all paired on (α, K, episode seed) by `paired
   (the detector's own contribution, DESIGN §5 market);
 - `defended_vs_baseline`: a defended mode − the mode it adds one switch to, same tier and
   training α (`DEFENCE_REFERENCE`), fitted detector;
-- `vs_static`: every policy − the static tier (the undefended engine), fitted detector.
+- `vs_tuned_static`: every policy − the tuned-static tier (the best undefended response: the
+  comparison the gate certifies on), fitted detector;
+- `vs_static`: every policy − the static tier (the undefended engine at the anchors: a reported
+  reference only -- beating it may measure no more than a price increase), fitted detector.
 """
 
 from __future__ import annotations
@@ -20,12 +23,12 @@ from phantom_assets.evaluation.benchmark import design_keys, episode_seed_means,
 from phantom_assets.evaluation.protocol import FITTED, PERMUTED
 from phantom_assets.policies import REFERENCE_MODES, TRAINING_MODES
 
-DETECTOR_VALUE, VS_STATIC = "detector_value", "vs_static"
+DETECTOR_VALUE, VS_STATIC, VS_TUNED = "detector_value", "vs_static", "vs_tuned_static"
 DEFENDED_VS_BASELINE = "defended_vs_baseline"
 DEFENCE_REFERENCE: dict[str, str] = REFERENCE_MODES
 """Defended mode → the mode it is compared with: the adversary alone, the leak charge alone, and
 the adversary on top of the charge (`policies.REFERENCE_MODES`)."""
-STATIC_TIER = "static"
+STATIC_TIER, TUNED_TIER = "static", "tuned"
 FACTORIAL_MODES: tuple[str, ...] = tuple(TRAINING_MODES)
 _SWITCHES = np.array([(m.charged, m.robust) for m in TRAINING_MODES.values()], dtype=float) - 0.5
 FACTORIAL_EFFECTS: dict[str, tuple[float, ...]] = {
@@ -68,11 +71,12 @@ def comparison_pairs(labels: pl.DataFrame) -> pl.DataFrame:
                 reference="reference", reference_detector=fitted)
     )  # fmt: skip
     frames = [detector, defended]
-    statics = labels.filter(pl.col("tier") == STATIC_TIER)["policy"]
-    if statics.len():
-        frames.append(labels.filter(pl.col("policy") != statics[0]).select(
-            comparison=pl.lit(VS_STATIC), policy="policy", detector=fitted,
-            reference=pl.lit(statics[0]), reference_detector=fitted))  # fmt: skip
+    for comparison, tier in ((VS_TUNED, TUNED_TIER), (VS_STATIC, STATIC_TIER)):
+        references = labels.filter(pl.col("tier") == tier)["policy"]
+        if references.len():
+            frames.append(labels.filter(pl.col("policy") != references[0]).select(
+                comparison=pl.lit(comparison), policy="policy", detector=fitted,
+                reference=pl.lit(references[0]), reference_detector=fitted))  # fmt: skip
     return pl.concat(frames)
 
 

@@ -24,6 +24,7 @@ from phantom_assets.evaluation.protocol import (
 )
 from phantom_assets.lake import EVALUATION_FILES
 from phantom_assets.market import DETECTOR_MODES
+from phantom_assets.market.oracle import stress_alphas
 from phantom_assets.storage import write_parquet_atomic
 
 if TYPE_CHECKING:
@@ -46,14 +47,16 @@ def evaluate_policies(
     cfg: EvaluationConfig,
     agents: AgentsConfig,
     labels: dict[str, Any],
+    reference_action: int | None = None,
 ) -> PolicyEvaluation:
     """Nominal, stress and trace rows of the policies of one partition (by training seed) on the
-    (α, K) grid and stress band of `agents`, each row led by `labels` and its `train_seed`."""
+    (α, K) grid and stress band of `agents`, each row led by `labels` and its `train_seed`; human
+    harm against `reference_action` (the best undefended response)."""
     nominal, stress, traces = [], [], []
     seeds, tests = cfg.selection_seeds, cfg.test_seeds
     for train_seed, policy in sorted(policies.items()):  # a handful of training seeds
         tag = [pl.lit(v).alias(k) for k, v in {**labels, "train_seed": train_seed}.items()]
-        runner = EpisodeRunner(policy, spec)
+        runner = EpisodeRunner(policy, spec, reference_action=reference_action)
         nominal.append(nominal_rows(runner, agents.alpha_grid, agents.k_grid, seeds)
                        .select(*tag, pl.all()))  # fmt: skip
         stress.extend(
@@ -134,10 +137,11 @@ def protocol_conformance(
     on_grid = all(set(part.select("alpha", "k", "detector").rows()) == grid for part in by_train)
     selection = list(cfg.selection_seeds)
     common = cells["once"].all() and all(s == selection for s in cells["seeds"].to_list())
-    splits = _seed_sets(stress, ["train_seed", "alpha0", "detector", "split"])
+    splits = _seed_sets(stress, ["train_seed", "alpha0", "alpha", "detector", "split"])
     expected = {SELECTION_SPLIT: selection, TEST_SPLIT: list(cfg.test_seeds)}
+    band_cells = sum(stress_alphas(a0, agents.stress_radius).size for a0 in agents.alpha_grid)
     held_out = (
-        splits.height == 2 * len(DETECTOR_MODES) * len(agents.alpha_grid) * len(by_train)
+        splits.height == 2 * len(DETECTOR_MODES) * band_cells * len(by_train)
         and set(splits["alpha0"]) == {float(a) for a in agents.alpha_grid}
         and splits["once"].all()
         and all(expected[split] == seeds for split, seeds in splits.select("split", "seeds").rows())

@@ -12,7 +12,7 @@ traces all read from it, so a stress candidate that is also a grid cell costs no
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,6 +20,7 @@ import polars as pl
 
 from phantom_assets.constants import SELECTION_SPLIT, TEST_SPLIT
 from phantom_assets.market import DETECTOR_MODES, OBS_EXTRA, MarketSpec, make_env
+from phantom_assets.market.oracle import stress_alphas
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -41,6 +42,8 @@ EPISODE_METRICS: tuple[str, ...] = (
     "leak",
     "human_harm",
     "human_lost",
+    "human_surplus_change",
+    "human_quoted_up",
     "false_positive_rate",
     "mean_level",
     "mean_markup",
@@ -56,8 +59,9 @@ TRACE_COLUMNS: tuple[str, ...] = ("level", "markup", "detector_strength", "alpha
 # Per-step `info` entries an episode keeps, then the reward and the observed α̂ (STEP_FIELDS).
 _INFO_KEYS: tuple[str, ...] = (
     "revenue", "profit", "human_purchases", "agent_purchases", "human_premium", "agent_premium",
-    "leak", "human_lost", "human_overpay", "human_lost_spend", "human_spend_undefended",
-    "human_flagged", "agents", "level", "markup", "detector", "alpha", "k",
+    "leak", "human_lost", "human_overpay", "human_lost_spend", "human_spend_reference",
+    "human_surplus", "human_surplus_reference", "human_quoted_up", "human_flagged", "agents",
+    "level", "markup", "detector", "alpha", "k",
 )  # fmt: skip
 STEP_FIELDS: tuple[str, ...] = (*_INFO_KEYS, "reward", "alpha_hat")
 """Columns of `EpisodeRunner.run`'s per-step arrays."""
@@ -71,13 +75,22 @@ class EpisodeRunner:
     and a cached one equals a rerun.
     """
 
-    def __init__(self, policy: Policy, spec: MarketSpec, max_steps: int | None = None) -> None:
-        """Roll `policy` out on `spec` (episodes of `max_steps`, default `spec.episode_steps`)."""
+    def __init__(
+        self,
+        policy: Policy,
+        spec: MarketSpec,
+        max_steps: int | None = None,
+        reference_action: int | None = None,
+    ) -> None:
+        """Roll `policy` out on `spec` (episodes of `max_steps`, default `spec.episode_steps`),
+        human harm measured against `reference_action` (the best undefended response; None:
+        each action against itself at δ = 0)."""
         self.policy, self.spec = policy, spec
         self._envs: dict[str, gym.Env] = {
-            mode: make_env(spec, detector=mode, max_episode_steps=max_steps)
+            mode: make_env(spec, detector=mode, reference_action=reference_action,
+                           max_episode_steps=max_steps)
             for mode in DETECTOR_MODES
-        }
+        }  # fmt: skip
         self._hat = 2 * spec.n_products + OBS_EXTRA.index("alpha_hat")
         self._episodes: dict[tuple[float, int, str, int], np.ndarray] = {}
 
@@ -121,32 +134,46 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 
 def episode_metrics(steps: np.ndarray, shoppers_per_step: int) -> dict[str, np.ndarray]:
-    """`EPISODE_METRICS` of (episodes, steps, `STEP_FIELDS`) arrays, one value per episode.
-
-    Episode sums: revenue, profit, reward, purchases (by class), leak, human_lost. Ratios of
-    episode sums: coi_h = human premium / human purchases, coi_a likewise for agents, coi = both
-    premiums / all purchases, human_harm = (human overpay + lost spend) / human spend at δ = 0,
-    false_positive_rate = flagged human sessions / humans (N − agents per step). Step means:
-    mean_level, mean_markup, mean_detector, mean_alpha_hat (the α̂ the shop observed).
-    """
+    """`EPISODE_METRICS` of (episodes, steps, `STEP_FIELDS`) arrays, one value per episode:
+    `totals_metrics` of the episode sums, the reward, and the step means mean_level,
+    mean_markup, mean_detector, mean_alpha_hat (the α̂ the shop observed)."""
     total = {name: steps[..., i].sum(axis=-1) for name, i in _AT.items()}
-    mean = {name: steps[..., _AT[name]].mean(axis=-1)
-            for name in ("level", "markup", "detector", "alpha_hat")}  # fmt: skip
-    bought = total["human_purchases"] + total["agent_purchases"]
     humans = shoppers_per_step * steps.shape[-2] - total["agents"]
+    metrics = {**totals_metrics(total, humans), "reward": total["reward"],
+               **{f"mean_{name}": steps[..., _AT[name]].mean(axis=-1)
+                  for name in ("level", "markup", "detector", "alpha_hat")}}  # fmt: skip
+    return {name: metrics[name] for name in EPISODE_METRICS}
+
+
+def totals_metrics(total: Mapping[str, np.ndarray], humans: np.ndarray) -> dict[str, np.ndarray]:
+    """The episode metrics that follow from an episode's step totals (`market.STEP_COLUMNS`
+    names) and its number of human shoppers.
+
+    Sums: revenue, profit, purchases (by class), leak, human_lost. Ratios of sums: coi_h = human
+    premium / human purchases, coi_a likewise for agents, coi = both premiums / all purchases;
+    the total human harm against the episode's reference response (level, markup and detector
+    together; DESIGN §5 v3): human_harm = (humans' extra spend + the reference spend of the
+    purchases they lost) / their spend under the reference, human_surplus_change = (their
+    consumer surplus − the reference's) / the reference spend, human_quoted_up = humans quoted
+    above the reference / humans; false_positive_rate = human sessions the detector quoted up /
+    humans. A ratio without a denominator is NaN.
+    """
+    bought = total["human_purchases"] + total["agent_purchases"]
     harmed = total["human_overpay"] + total["human_lost_spend"]
+    surplus = total["human_surplus"] - total["human_surplus_reference"]
     return {
-        **{name: total[name] for name in ("revenue", "profit", "reward")},
+        **{name: total[name] for name in ("revenue", "profit")},
         "purchases": bought,
         **{name: total[name] for name in ("human_purchases", "agent_purchases")},
         "coi_h": _ratio(total["human_premium"], total["human_purchases"]),
         "coi_a": _ratio(total["agent_premium"], total["agent_purchases"]),
         "coi": _ratio(total["human_premium"] + total["agent_premium"], bought),
         "leak": total["leak"],
-        "human_harm": _ratio(harmed, total["human_spend_undefended"]),
+        "human_harm": _ratio(harmed, total["human_spend_reference"]),
         "human_lost": total["human_lost"],
+        "human_surplus_change": _ratio(surplus, total["human_spend_reference"]),
+        "human_quoted_up": _ratio(total["human_quoted_up"], humans),
         "false_positive_rate": _ratio(total["human_flagged"], humans),
-        **{f"mean_{name}": value for name, value in mean.items()},
     }
 
 
@@ -211,24 +238,6 @@ def evaluate_policy(
     return rows
 
 
-def stress_alphas(alpha0: float, radius: float) -> np.ndarray:
-    """The stress candidates {α0 − r, α0, α0 + r} ∩ [0, 1] (rounded, so α0 ± r lands on a grid α
-    when it is one)."""
-    if not 0 <= alpha0 <= 1 or radius < 0:
-        raise ValueError(f"need alpha0 in [0, 1] and radius >= 0: {alpha0!r}, {radius!r}")
-    candidates = np.round([alpha0 - radius, alpha0, alpha0 + radius], 10)
-    return np.unique(candidates[(candidates >= 0) & (candidates <= 1)])
-
-
-def worst_alpha(selection: pl.DataFrame) -> float:
-    """The α of the lowest mean fitted-detector `profit` (ties: the smallest α)."""
-    means = (selection.filter(pl.col("detector") == FITTED).group_by("alpha")
-             .agg(pl.col("profit").mean()).sort("profit", "alpha"))  # fmt: skip
-    if means.is_empty():
-        raise ValueError("no fitted-detector rows to choose the worst alpha on")
-    return float(means["alpha"][0])
-
-
 def stress_rows(
     runner: EpisodeRunner,
     alpha0: float,
@@ -237,13 +246,14 @@ def stress_rows(
     selection_seeds: Sequence[int],
     test_seeds: Sequence[int],
 ) -> pl.DataFrame:
-    """Worst case of the protocol over `stress_alphas(α0, r)` at K = `k` (same band for every
-    policy), both detectors.
+    """The protocol over the stress band `stress_alphas(α0, r)` at K = `k` (the same band for
+    every policy), both detectors, on the selection seeds and on the held-out test seeds.
 
-    Every candidate α is evaluated on the selection seeds; the worst α (`worst_alpha`) is chosen
-    on them alone and the held-out `test_seeds` are evaluated at that α only, so the gate's test
-    never sees a seed that chose anything (DESIGN §8). Rows: the worst α's selection rows and its
-    test rows, with `split` ("selection" | "test"), `alpha0, radius, worst_alpha`.
+    Every band α is evaluated on both splits, so a comparison of two policies pairs them at the
+    same (α, K, seed) and takes the worst case of the *paired difference* over the band, its α
+    chosen on the selection seeds alone (`audit.pairs`; DESIGN §8) -- never each policy at its
+    own worst α. Rows: `split` ("selection" | "test"), `alpha0`, `radius`, then `ROW_KEYS` and
+    the metrics.
 
     Raises:
         ValueError: if the selection and test seeds overlap.
@@ -251,15 +261,11 @@ def stress_rows(
     if set(selection_seeds) & set(test_seeds):
         raise ValueError(f"selection seeds {list(selection_seeds)} and test seeds "
                          f"{list(test_seeds)} overlap")  # fmt: skip
-    grid = stress_alphas(alpha0, radius).tolist()
-    candidates = nominal_rows(runner, grid, [k], selection_seeds)
-    worst = worst_alpha(candidates)
-    test = nominal_rows(runner, [worst], [k], test_seeds)
+    band = stress_alphas(alpha0, radius).tolist()
     return pl.concat(
-        [candidates.filter(pl.col("alpha") == worst).with_columns(split=pl.lit(SELECTION_SPLIT)),
-         test.with_columns(split=pl.lit(TEST_SPLIT))]
-    ).with_columns(alpha0=pl.lit(float(alpha0)), radius=pl.lit(float(radius)),
-                   worst_alpha=pl.lit(worst))  # fmt: skip
+        [nominal_rows(runner, band, [k], seeds).with_columns(split=pl.lit(split))
+         for split, seeds in ((SELECTION_SPLIT, selection_seeds), (TEST_SPLIT, test_seeds))]
+    ).with_columns(alpha0=pl.lit(float(alpha0)), radius=pl.lit(float(radius)))  # fmt: skip
 
 
 def action_traces(

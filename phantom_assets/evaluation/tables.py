@@ -17,6 +17,7 @@ import polars as pl
 from phantom_assets.constants import SELECTION_SPLIT
 from phantom_assets.evaluation.benchmark import (
     CI_METHOD,
+    PAIR_COLUMNS,
     REGRESSION_METHOD,
     benchmark_curves,
     paired_differences,
@@ -60,12 +61,23 @@ class BenchmarkTables(NamedTuple):
 
 
 def stress_as_curves_input(stress: pl.DataFrame) -> pl.DataFrame:
-    """Selection-seed stress rows keyed by their nominal α0, metrics renamed `stress_<metric>`
-    (the held-out test seeds are the gate's alone)."""
-    selection = stress.filter(pl.col("split") == SELECTION_SPLIT).drop("split")
-    return selection.drop("alpha").rename(
-        {"alpha0": "alpha", **dict(zip(EPISODE_METRICS, STRESS_METRICS, strict=True))}
-    )
+    """Selection-seed stress rows keyed by their nominal α0 (`alpha`) and band α (`band_alpha`),
+    metrics renamed `stress_<metric>` (the held-out test seeds are the gate's alone)."""
+    selection = stress.filter(pl.col("split") == SELECTION_SPLIT).drop("split", "radius")
+    return selection.rename(
+        {"alpha": "band_alpha", "alpha0": "alpha",
+         **dict(zip(EPISODE_METRICS, STRESS_METRICS, strict=True))}
+    )  # fmt: skip
+
+
+def worst_band_alpha(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """The rows of `frame` (statistics per `band_alpha` of a stress band) at, per group `by`, the
+    band α with the lowest mean fitted stress profit: a policy's worst case, or a comparison's
+    worst paired difference -- one α for both arms, chosen on the selection seeds."""
+    score = frame.filter((pl.col("metric") == f"{STRESS_PREFIX}profit")
+                         & (pl.col("detector") == FITTED))  # fmt: skip
+    worst = score.sort("mean", "band_alpha").group_by(by, maintain_order=True).first()
+    return frame.join(worst.select(*by, "band_alpha"), on=[*by, "band_alpha"], how="semi")
 
 
 def benchmark_tables(
@@ -81,9 +93,13 @@ def benchmark_tables(
     """
     stressed = stress_as_curves_input(stress)
     pairs = comparison_pairs(nominal.select("policy", "tier", "mode", "train_alpha"))
-    curves = pl.concat([benchmark_curves(nominal), benchmark_curves(stressed, STRESS_METRICS)])
-    differences = pl.concat([paired_differences(nominal, pairs),
-                             paired_differences(stressed, pairs, STRESS_METRICS)])  # fmt: skip
+    band_curves = benchmark_curves(stressed, STRESS_METRICS)
+    worst_curves = worst_band_alpha(band_curves, ["policy", "alpha", "k"])
+    curves = pl.concat([benchmark_curves(nominal), worst_curves.drop("band_alpha")])
+    band_pairs = paired_differences(stressed, pairs, STRESS_METRICS)
+    worst_pairs = worst_band_alpha(band_pairs, [*PAIR_COLUMNS, "alpha", "k"])
+    differences = pl.concat([paired_differences(nominal, pairs), worst_pairs],
+                            how="diagonal_relaxed")  # fmt: skip
     fitted = nominal.filter(pl.col("detector") == FITTED).drop("detector")
     regression = {
         "metric": "revenue", "regressor": "alpha", "detector": FITTED,

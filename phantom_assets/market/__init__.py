@@ -19,15 +19,20 @@ from phantom_assets.market.bank import (
 from phantom_assets.market.bench import bench_env
 from phantom_assets.market.compile import anchor_prices, chain_banks, compile_market_spec
 from phantom_assets.market.demo import demo_kernels, demo_spec
+from phantom_assets.market.draws import (
+    EngagementStrata,
+    StepDraws,
+    agent_session_share,
+    decoy_scores,
+    draw_step,
+    engagement_strata,
+)
 from phantom_assets.market.engine import (
     COLUMN,
     DETECTOR_MODES,
     STEP_COLUMNS,
     Column,
     Engine,
-    StepDraws,
-    agent_session_share,
-    draw_step,
     simulate_step,
 )
 from phantom_assets.market.env import OBS_EXTRA, PricingMarketEnv, engine_of, make_env
@@ -63,6 +68,7 @@ __all__ = [
     "BankTables",
     "ChainBank",
     "Column",
+    "EngagementStrata",
     "Engine",
     "MarketSpec",
     "PricingMarketEnv",
@@ -80,9 +86,11 @@ __all__ = [
     "coi_a_share",
     "coi_erosion",
     "compile_market_spec",
+    "decoy_scores",
     "demo_kernels",
     "demo_spec",
     "draw_step",
+    "engagement_strata",
     "engagement_w1",
     "engine_of",
     "episode_draws",

@@ -59,6 +59,19 @@ def chain_banks(
     return human, agent
 
 
+def markup_grid(markup: float, multiples: tuple[float, ...]) -> tuple[float, ...]:
+    """The action grid's engagement markups: the store's m times each multiple, sorted, unique."""
+    return tuple(sorted({round(multiple * markup, 12) for multiple in multiples}))
+
+
+def detector_threshold(human: ChainBank, fpr: float) -> float:
+    """τ flagging a share `fpr` of the store's human sessions: the (1 − fpr) quantile of their
+    quote-time f (a session is flagged iff f > τ)."""
+    if not 0.0 <= fpr < 1.0:
+        raise ValueError(f"the detector's false-positive rate must be in [0, 1), got {fpr!r}")
+    return float(np.quantile(human.score, 1.0 - fpr, method="higher"))
+
+
 def _store_terms(
     prices: PriceModel | None, config: MarketConfig, anchor_seed: int
 ) -> tuple[dict[str, Any], dict[str, str]]:
@@ -121,7 +134,7 @@ def compile_market_spec(
     fitted_s0 = prices is not None and prices.source == "logs" and prices.s0 is not None
     s0 = float(prices.s0) if fitted_s0 else config.engagement_scale_share * engaged
     markup = float(terms.pop("markup"))
-    markups = tuple(sorted({round(multiple * markup, 12) for multiple in config.markup_multiples}))
+    markups = markup_grid(markup, config.markup_multiples)
     anchor = np.asarray(terms["anchor"], dtype=np.float64)
     banks = {
         f"{actor}_{name}": getattr(bank, name)
@@ -132,7 +145,7 @@ def compile_market_spec(
         engagement_scale=prices.s0_source if fitted_s0 else "declared",  # type: ignore[union-attr]
         signal="logs" if sources["markup"] == "logs" else "declared", bank=config.bank,
         valuation="declared", cost_share="declared", price_cap="declared",
-        reference_engagement="declared",
+        reference_engagement="declared", detector_threshold="empirical",
     )  # fmt: skip
     fields: dict[str, Any] = {
         "kernel_human": kernel_human,
@@ -150,6 +163,7 @@ def compile_market_spec(
         "detector_strengths": config.detector_strengths,
         "engagement_scale": s0,
         "reference_engagement": config.reference_engagement_share * engaged,
+        "detector_threshold": detector_threshold(human, config.detector_fpr),
         "nominal_k": agents.nominal_k,
         "robust_k_set": agents.robust_k_set,
         "robust_alpha_candidates": agents.robust_alpha_candidates,

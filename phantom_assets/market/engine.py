@@ -1,13 +1,15 @@
-"""One market v2 step: session quotes, agents' best of K, purchases and every measured quantity,
-for C candidate (α, K) pairs under common random numbers (DESIGN §5).
+"""One market step: session quotes, agents' best of K, purchases and every measured quantity,
+for C candidate (α, K) pairs under common random numbers (DESIGN §5 "Market v3").
 
-A step's randomness is drawn once (`draw_step`), independently of α, K and the action, so every
-candidate and every action sees the same shoppers (pitfall §10.4). Under common random numbers a
-shopper's outcome depends on the candidate only through its class (u < α) and, for an agent, K, so
-the compiled step (`_step_totals`) quotes each shopper once as a human and once as an agent with
-K_max sessions (keeping the running best of the first k), then adds the version each candidate
-sees to that candidate's totals. Compiled because a step is ~100 shoppers × (1 + K_max) sessions:
-as numpy it was ~80 small array calls whose dispatch cost more than their arithmetic.
+Under common random numbers (`market.draws`) a shopper's outcome depends on the candidate only
+through its class (u < α) and, for an agent, K, so the compiled step (`_step_totals`) quotes each
+shopper once as a human and once as an agent with K_max sessions (keeping the running best of
+the first k), then adds the version each candidate sees to that candidate's totals. The
+detector's quote-time rule: a session whose prefix f exceeds the threshold τ (set for a human
+false-positive rate) is flagged and quoted as if it had engaged s_eff = max(s, δ·s_ref). Human
+harm is measured against a reference response (the best undefended action: level and markup,
+δ = 0) on the same shoppers. Compiled because a step is ~100 shoppers × (1 + K_max) sessions: as
+numpy it was ~80 small array calls whose dispatch cost more than their arithmetic.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 from numba import njit
 
 from phantom_assets.market.bank import ChainBank
+from phantom_assets.market.draws import EngagementStrata, StepDraws, engagement_strata
 from phantom_assets.market.quoting import markup_factor, quote
 
 
@@ -38,13 +41,16 @@ class Column(IntEnum):
     SCORE_SUM = 7  # Σ f over the step's sessions (what the shop observes)
     SESSIONS = 8
     LOW_ENGAGEMENT_PURCHASES = 9  # purchases in sessions with s < s0
-    HUMAN_OVERPAY = 10  # extra paid by humans who still buy, vs δ = 0 (same draws)
-    HUMAN_LOST = 11  # human purchases lost vs δ = 0
-    HUMAN_LOST_SPEND = 12  # what those lost purchases would have paid at δ = 0
-    HUMAN_SPEND_UNDEFENDED = 13  # what humans would have spent at δ = 0
-    HUMAN_FLAGGED = 14  # human sessions the detector quoted up (δ·f·s_ref > s)
-    AGENT_FLAGGED = 15  # agent sessions the detector quoted up
-    AGENTS = 16
+    HUMAN_OVERPAY = 10  # Σ over humans who buy of (quote − the reference response's quote)
+    HUMAN_LOST = 11  # human purchases the reference response makes and the action loses
+    HUMAN_LOST_SPEND = 12  # what those lost purchases pay under the reference response
+    HUMAN_SPEND_REFERENCE = 13  # what humans spend under the reference response
+    HUMAN_SURPLUS = 14  # Σ (valuation − price) over human purchases
+    HUMAN_SURPLUS_REFERENCE = 15  # the same under the reference response
+    HUMAN_QUOTED_UP = 16  # humans quoted above the reference response's quote
+    HUMAN_FLAGGED = 17  # human sessions the detector quoted up (f > τ, δ·s_ref > s, m > 0)
+    AGENT_FLAGGED = 18  # agent sessions the detector flagged and quoted up
+    AGENTS = 19
 
 
 STEP_COLUMNS: tuple[str, ...] = tuple(column.name.lower() for column in Column)
@@ -52,55 +58,8 @@ _N_COLUMNS = len(STEP_COLUMNS)  # a global int: a compile-time constant of the c
 COLUMN = {name: i for i, name in enumerate(STEP_COLUMNS)}
 DETECTOR_MODES: tuple[str, ...] = ("fitted", "permuted")
 """`fitted`: quotes use each session's own f; `permuted`: the detector-value ablation, every
-session gets the f of a random session of the same step's class mix (same law, no information)."""
-
-
-class StepDraws(NamedTuple):
-    """The common random numbers of one step (N shoppers, agents with up to K_max sessions).
-
-    Attributes:
-        u_agent: (N,) a shopper is an agent under candidate α iff u_agent < α.
-        product: (N,) the product each shopper wants.
-        z: (N,) standard normals; valuation v = anchor of the product · (μ_Y + σ_Y·z).
-        human_chain: (N,) index into the human bank of the shopper's session as a human.
-        human_noise: (N,) quote noise u ∈ [−1, 1) of that session.
-        agent_chain: (N, K_max) indices into the agent bank of its clean sessions as an agent.
-        agent_noise: (N, K_max) their quote noise.
-    """
-
-    u_agent: np.ndarray
-    product: np.ndarray
-    z: np.ndarray
-    human_chain: np.ndarray
-    human_noise: np.ndarray
-    agent_chain: np.ndarray
-    agent_noise: np.ndarray
-
-
-def draw_step(
-    rng: np.random.Generator,
-    n: int,
-    product_cdf: np.ndarray,
-    k_max: int,
-    bank_sizes: tuple[int, int],
-) -> StepDraws:
-    """Draw a step's common random numbers: one block of uniforms and one of normals, in a fixed
-    layout (for reproducibility and speed). A shopper wants the first product whose cumulative
-    weight (`MarketSpec.product_cdf`) exceeds its uniform draw."""
-    u = rng.random((4 + 2 * k_max, n))
-    # Row blocks of u: agent share, product, human chain, human noise, k_max agent chains, k_max
-    # agent noises; indices are scaled in place (u is this step's own array).
-    u[2] *= bank_sizes[0]
-    u[4 : 4 + k_max] *= bank_sizes[1]
-    return StepDraws(
-        u_agent=u[0],
-        product=np.searchsorted(product_cdf, u[1], side="right"),
-        z=rng.standard_normal(n),
-        human_chain=u[2].astype(np.int64),
-        human_noise=2.0 * u[3] - 1.0,
-        agent_chain=u[4 : 4 + k_max].T.astype(np.int64),
-        agent_noise=2.0 * u[4 + k_max :].T - 1.0,
-    )
+session gets the f of a random session of the step's class mix in its own engagement stratum
+(`draws.decoy_scores`: same law, no information beyond engagement)."""
 
 
 class StepTables(NamedTuple):
@@ -136,6 +95,7 @@ class MarketConstants(NamedTuple):
     noise: float
     s0: float
     s_ref: float
+    tau: float
     mu_human: float
     sigma_human: float
     mu_agent: float
@@ -143,17 +103,26 @@ class MarketConstants(NamedTuple):
 
 
 @njit(cache=True)
-def _session_markup(s: float, f: float, lift: float, s0: float) -> float:
-    """g(s_eff) of a session with engagement s and score f at lift = δ·s_ref:
-    `s_eff = max(s, lift·f)` (the session is flagged, quoted up, iff lift·f > s)."""
-    return markup_factor(max(s, lift * f), s0)
+def _quoted_up(s: float, f: float, lift: float, tau: float, markup: float) -> bool:
+    """The quote-time rule moved the quote: flagged (f > τ), quoted above its own engagement
+    (lift > s) and priced by engagement at all (m > 0)."""
+    return f > tau and lift > s and markup > 0.0
 
 
 @njit(cache=True)
-def _markup_table(engagement: np.ndarray, score: np.ndarray, lift: float, s0: float) -> np.ndarray:
+def _session_markup(s: float, f: float, lift: float, tau: float, s0: float) -> float:
+    """g(s_eff) of a session with engagement s and score f at lift = δ·s_ref: a session flagged
+    by the threshold rule (f > τ) is quoted at s_eff = max(s, lift), any other at s."""
+    return markup_factor(max(s, lift) if f > tau else s, s0)
+
+
+@njit(cache=True)
+def _markup_table(
+    engagement: np.ndarray, score: np.ndarray, lift: float, tau: float, s0: float
+) -> np.ndarray:
     g = np.empty(engagement.size)
     for i in range(engagement.size):
-        g[i] = _session_markup(engagement[i], score[i], lift, s0)
+        g[i] = _session_markup(engagement[i], score[i], lift, tau, s0)
     return g
 
 
@@ -166,8 +135,9 @@ class Engine:
         p_low, p_high: (P,) quote bounds per product (p_low: the marginal cost).
         noise: w, quote-noise half-width.
         s0: engagement scale of g(s) = 1 − exp(−s/s0).
-        s_ref: engagement a fully flagged session is quoted as.
-        mu, sigma: (human, agent) valuation laws.
+        s_ref: engagement a flagged session is quoted as (at δ = 1).
+        tau: the detector's threshold on the prefix f.
+        mu, sigma: (human, agent) valuation laws, × the anchor.
         banks: (human, agent) chain banks.
     """
 
@@ -177,6 +147,7 @@ class Engine:
     noise: float
     s0: float
     s_ref: float
+    tau: float
     mu: tuple[float, float]
     sigma: tuple[float, float]
     banks: tuple[ChainBank, ChainBank]
@@ -186,14 +157,20 @@ class Engine:
     def constants(self) -> MarketConstants:
         """The scalar constants, as the compiled step takes them."""
         return MarketConstants(float(self.noise), float(self.s0), float(self.s_ref),
-                               float(self.mu[0]), float(self.sigma[0]), float(self.mu[1]),
-                               float(self.sigma[1]))  # fmt: skip
+                               float(self.tau), float(self.mu[0]), float(self.sigma[0]),
+                               float(self.mu[1]), float(self.sigma[1]))  # fmt: skip
+
+    @cached_property
+    def strata(self) -> EngagementStrata:
+        """The banks' engagement strata the detector-value ablation draws decoy scores from."""
+        return engagement_strata(self.banks)
 
     def step_tables(self, delta: float) -> StepTables:
         """Both banks' per-chain tables at detector strength δ (cached: steps only read them)."""
         if delta not in self._tables:
             lift = float(delta) * self.s_ref
-            g = [_markup_table(bank.engagement, bank.score, lift, self.s0) for bank in self.banks]
+            g = [_markup_table(bank.engagement, bank.score, lift, self.tau, self.s0)
+                 for bank in self.banks]  # fmt: skip
             human, agent = (_aligned_rows((bank.engagement, bank.score, bank.weight, g_bank))
                             for bank, g_bank in zip(self.banks, g, strict=True))  # fmt: skip
             undefended = self.step_tables(0.0).human_g_undefended if delta else g[0]
@@ -203,17 +180,20 @@ class Engine:
 
 @njit(cache=True, boundscheck=True)
 def _step_totals(
-    level: float, markup: float, delta: float, constants: tuple, prices: tuple,
-    draws: tuple, alphas: np.ndarray, ks: np.ndarray, tables: tuple,
+    action: tuple, reference: tuple, constants: tuple, prices: tuple, draws: tuple,
+    alphas: np.ndarray, ks: np.ndarray, tables: tuple,
     decoys: tuple[np.ndarray, np.ndarray] | None,
 ) -> np.ndarray:  # fmt: skip
     """(C, len(Column) + P) totals of one step for every candidate (α_c, K_c); see
-    `simulate_step`. `constants`, `draws` and `tables` are the fields of `MarketConstants`,
+    `simulate_step`. `action` is (level, markup, δ), `reference` the reference response's
+    (level, markup); `constants`, `draws` and `tables` are the fields of `MarketConstants`,
     `StepDraws` and `StepTables` as plain tuples, `prices` the (P,) anchors, p_low and p_high:
-    numba's on-disk cache pickles argument types,
-    and a NamedTuple's type names its class, so renaming one would break loading a stale cache.
-    Bounds-checked: a malformed draw raises IndexError instead of reading past an array."""
-    w, s0, s_ref, mu_human, sigma_human, mu_agent, sigma_agent = constants
+    numba's on-disk cache pickles argument types, and a NamedTuple's type names its class, so
+    renaming one would break loading a stale cache. Bounds-checked: a malformed draw raises
+    IndexError instead of reading past an array."""
+    level, markup, delta = action
+    reference_level, reference_markup = reference
+    w, s0, s_ref, tau, mu_human, sigma_human, mu_agent, sigma_agent = constants
     anchor, lows, highs = prices
     u_agent, products, z, human_chains, human_noise, agent_chains, agent_noise = draws
     human, agent, human_g_undefended, human_reference = tables
@@ -229,22 +209,24 @@ def _step_totals(
         base = anchor[product] * level
         p_low, p_high = lows[product], highs[product]
         floor = max(p_low, base * (1.0 - w))
-        # The shopper as a human: one session, quoted at δ and (human harm) at δ = 0.
+        # The shopper as a human: one session, quoted under the action and (human harm) under
+        # the reference response (its level and markup, δ = 0).
         human_chain = human_chains[i]
         s_human, f_human = human[human_chain, 0], human[human_chain, 1]
         weight_human, g_human = human[human_chain, 2], human[human_chain, 3]
         if decoys is not None:
             f_human = decoys[0][i]
-            g_human = _session_markup(s_human, f_human, lift, s0)
-        flagged_human = lift * f_human > s_human
+            g_human = _session_markup(s_human, f_human, lift, tau, s0)
+        flagged_human = _quoted_up(s_human, f_human, lift, tau, markup)
         u = human_noise[i]
         q_human = quote(base, markup, g_human, w, u, p_low, p_high)
         g_undefended = human_g_undefended[human_chain]
-        q_undefended = quote(base, markup, g_undefended, w, u, p_low, p_high)
+        reference_base = anchor[product] * reference_level
+        q_reference = quote(reference_base, reference_markup, g_undefended, w, u, p_low, p_high)
         v_human = anchor[product] * (mu_human + sigma_human * z[i])
         buys = 1.0 if v_human >= q_human else 0.0
-        buys_undefended = 1.0 if v_human >= q_undefended else 0.0
-        lost = max(buys_undefended - buys, 0.0)
+        buys_reference = 1.0 if v_human >= q_reference else 0.0
+        lost = max(buys_reference - buys, 0.0)
         # The shopper as an agent: K_max clean sessions.
         running, running_chain = np.inf, 0
         f_total = weight_total = flagged_total = 0.0
@@ -253,13 +235,13 @@ def _step_totals(
             s, f, weight, g = agent[chain, 0], agent[chain, 1], agent[chain, 2], agent[chain, 3]
             if decoys is not None:
                 f = decoys[1][i, j]
-                g = _session_markup(s, f, lift, s0)
+                g = _session_markup(s, f, lift, tau, s0)
             q = quote(base, markup, g, w, agent_noise[i, j], p_low, p_high)
             if q < running:
                 running, running_chain = q, chain
             f_total += f
             weight_total += weight
-            flagged_total += lift * f > s
+            flagged_total += _quoted_up(s, f, lift, tau, markup)
             best[j], best_chain[j] = running, running_chain
             score_sum[j], weight_sum[j], flagged_sum[j] = f_total, weight_total, flagged_total
         v_agent = anchor[product] * (mu_agent + sigma_agent * z[i])
@@ -291,10 +273,13 @@ def _step_totals(
                 row[Column.SESSIONS] += 1.0
                 if s_human < s0:
                     row[Column.LOW_ENGAGEMENT_PURCHASES] += buys
-                row[Column.HUMAN_OVERPAY] += (q_human - q_undefended) * buys
+                row[Column.HUMAN_OVERPAY] += (q_human - q_reference) * buys
                 row[Column.HUMAN_LOST] += lost
-                row[Column.HUMAN_LOST_SPEND] += q_undefended * lost
-                row[Column.HUMAN_SPEND_UNDEFENDED] += q_undefended * buys_undefended
+                row[Column.HUMAN_LOST_SPEND] += q_reference * lost
+                row[Column.HUMAN_SPEND_REFERENCE] += q_reference * buys_reference
+                row[Column.HUMAN_SURPLUS] += (v_human - q_human) * buys
+                row[Column.HUMAN_SURPLUS_REFERENCE] += (v_human - q_reference) * buys_reference
+                row[Column.HUMAN_QUOTED_UP] += q_human > q_reference
                 row[Column.HUMAN_FLAGGED] += flagged_human
                 row[_N_COLUMNS + product] += weight_human
     return totals
@@ -307,6 +292,7 @@ def simulate_step(
     alphas: np.ndarray,
     ks: np.ndarray,
     decoy_scores: tuple[np.ndarray, np.ndarray] | None = None,
+    reference: tuple[float, float] | None = None,
 ) -> np.ndarray:
     """One step for every candidate (α_c, K_c): a (C, len(STEP_COLUMNS) + P) array, row c the
     candidate's `STEP_COLUMNS` totals, then its demand proxy (Σ chain demand weights of the
@@ -318,10 +304,13 @@ def simulate_step(
         draws: the step's common random numbers (K_max ≥ max(ks)).
         alphas: (C,) candidate agent shares of shoppers.
         ks: (C,) candidate clean sessions per agent.
-        decoy_scores: the permuted-f ablation: ((N,) human-session f, (N, K_max) agent-session f)
-            used instead of the sessions' own f; None = the fitted detector.
+        decoy_scores: the ablation: ((N,) human-session f, (N, K_max) agent-session f) used
+            instead of the sessions' own f (`draws.decoy_scores`); None = the fitted detector.
+        reference: (level, markup) of the response human harm is measured against (δ = 0);
+            None: the action's own level and markup (the harm of the detector alone).
     """
     level, m, delta = action
+    reference = (level, m) if reference is None else reference
     alphas = np.asarray(alphas, dtype=np.float64)
     ks = np.asarray(ks, dtype=np.int64)
     k_max = draws.agent_chain.shape[1]
@@ -330,32 +319,7 @@ def simulate_step(
     if ks.size and not 1 <= ks.min() <= ks.max() <= k_max:
         raise ValueError(f"ks must lie in [1, K_max = {k_max}] of the draws, got {ks.tolist()}")
     prices = (engine.anchor, engine.p_low, engine.p_high)
-    return _step_totals(float(level), float(m), float(delta), tuple(engine.constants), prices,
-                        tuple(draws), alphas, ks, tuple(engine.step_tables(delta)),
+    return _step_totals((float(level), float(m), float(delta)),
+                        (float(reference[0]), float(reference[1])), tuple(engine.constants),
+                        prices, tuple(draws), alphas, ks, tuple(engine.step_tables(delta)),
                         decoy_scores)  # fmt: skip
-
-
-def decoy_scores(
-    rng: np.random.Generator, banks: tuple[ChainBank, ChainBank], agent_share: float,
-    shape: tuple[int, int],
-) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """Scores for the permuted-f ablation: each of the (N, 1 + K_max) sessions gets the f of a
-    random chain of the agent bank with probability `agent_share` (the step's share of agent
-    *sessions*), else of the human bank: the same law as the step's own scores, independent of
-    the session. Returns (human-session f (N,), agent-session f (N, K_max))."""
-    human, agent = banks
-    from_agent = rng.random(shape) < agent_share
-    picks = rng.random(shape)
-    scores = np.where(
-        from_agent,
-        agent.score[(picks * agent.size).astype(np.int64)],
-        human.score[(picks * human.size).astype(np.int64)],
-    )
-    return scores[:, 0], scores[:, 1:]
-
-
-def agent_session_share(alpha: float, k: int) -> float:
-    """Share of sessions that are an agent's when a share α of shoppers send agents with K
-    sessions each: αK / (αK + 1 − α)."""
-    sessions = alpha * k + (1.0 - alpha)
-    return 0.0 if sessions <= 0 else alpha * k / sessions

@@ -10,14 +10,12 @@ from gymnasium import spaces
 from gymnasium.wrappers import TimeLimit
 
 from phantom_assets.market.ambiguity import alpha_half_width, robust_candidates
+from phantom_assets.market.draws import agent_session_share, decoy_scores, draw_step
 from phantom_assets.market.engine import (
     DETECTOR_MODES,
     STEP_COLUMNS,
     Column,
     Engine,
-    agent_session_share,
-    decoy_scores,
-    draw_step,
     simulate_step,
 )
 from phantom_assets.market.spec import MarketSpec
@@ -32,8 +30,8 @@ def engine_of(spec: MarketSpec) -> Engine:
     return Engine(
         anchor=np.asarray(spec.anchor), p_low=spec.p_low, p_high=spec.p_high,
         noise=spec.quote_noise, s0=spec.engagement_scale, s_ref=spec.reference_engagement,
-        mu=(spec.mu_human, spec.mu_agent), sigma=(spec.sigma_human, spec.sigma_agent),
-        banks=spec.banks,
+        tau=spec.detector_threshold, mu=(spec.mu_human, spec.mu_agent),
+        sigma=(spec.sigma_human, spec.sigma_agent), banks=spec.banks,
     )  # fmt: skip
 
 
@@ -44,8 +42,9 @@ class PricingMarketEnv(gym.Env):
     `Discrete(levels × markups × strengths)` (default 5 × 3 × 3): `spec.action_values(a)` gives
     (base level, engagement markup m, detector strength δ). Every session that reaches the quote
     is quoted `clip(anchor·level·(1 + m·g(s_eff))·(1 + w·u), p_low, p_high)`,
-    `g(s) = 1 − exp(−s/s0)`, `s_eff = max(s, δ·f·s_ref)`, with s the session's engagement before
-    the quote and f its running agent score (`market.bank`).
+    `g(s) = 1 − exp(−s/s0)`, s the session's engagement before the quote; a session whose prefix
+    agent score f (`market.bank`) exceeds the detector's threshold τ is flagged and quoted at
+    `s_eff = max(s, δ·s_ref)`, any other at `s_eff = s`.
 
     ## Observation Space
     `Box(0, 1, (2n + 5,), float32)`: `[0:n]` demand-proxy shares per product of the last step,
@@ -70,8 +69,9 @@ class PricingMarketEnv(gym.Env):
     ## Arguments
     `spec`; `alpha` (share of shoppers sending an agent); `k` (clean sessions per agent, default
     `spec.nominal_k`); `robust`; `lam` (default `spec.lam`); `detector` ("fitted" or the
-    "permuted" ablation, nominal only). `reset(options={"alpha": a, "k": k})` overrides them for
-    one episode.
+    "permuted" ablation, nominal only); `reference_action` (the response human harm is measured
+    against, e.g. the best undefended action; default: the action itself at δ = 0).
+    `reset(options={"alpha": a, "k": k})` overrides α and K for one episode.
     """
 
     metadata = {"render_modes": []}  # noqa: RUF012 -- Gymnasium's class attribute
@@ -85,6 +85,7 @@ class PricingMarketEnv(gym.Env):
         robust: bool = False,
         lam: float | None = None,
         detector: str = "fitted",
+        reference_action: int | None = None,
     ) -> None:
         """Build the env; see the class docstring for the arguments."""
         super().__init__()
@@ -118,6 +119,11 @@ class PricingMarketEnv(gym.Env):
         self._robust_sets: dict[float, Candidates] = {}  # robust (α, K) candidates per α
         self._undefended_action = self._action = spec.undefended_action
         self._action_values = [spec.action_values(a) for a in range(spec.n_actions)]
+        # Human harm is measured against this response's level and markup (δ = 0); None: each
+        # action against itself at δ = 0 (the harm of the detector alone).
+        self._reference = (
+            None if reference_action is None else self._action_values[reference_action][:2]
+        )
         # Each action's base prices as observed: (anchor·level − p_low)/(p_high − p_low) in [0, 1].
         self._level_prices = [np.clip((spec.anchor * level - spec.p_low) / self._price_span, 0, 1)
                               for level, _, _ in self._action_values]  # fmt: skip
@@ -133,9 +139,11 @@ class PricingMarketEnv(gym.Env):
         decoys = None
         if self.detector == "permuted":
             share = agent_session_share(self.alpha, self.k)
-            shape = (self.market.shoppers_per_step, 1 + k_max)
-            decoys = decoy_scores(self._decoy_rng, self.engine.banks, share, shape)
-        return simulate_step(self.engine, (level, m, delta), draws, alphas, ks, decoys)
+            human, agent = self.engine.banks
+            engagement = (human.engagement[draws.human_chain], agent.engagement[draws.agent_chain])
+            decoys = decoy_scores(self._decoy_rng, self.engine.strata, share, engagement)
+        return simulate_step(self.engine, (level, m, delta), draws, alphas, ks, decoys,
+                             self._reference)  # fmt: skip
 
     def _observe(self, totals: np.ndarray, action: int) -> tuple[np.ndarray, dict[str, Any]]:
         """The observation after a step with these totals, and the totals by column name."""
@@ -239,8 +247,10 @@ def make_env(
     robust: bool = False,
     lam: float | None = None,
     detector: str = "fitted",
+    reference_action: int | None = None,
     max_episode_steps: int | None = None,
 ) -> gym.Env:
     """A `PricingMarketEnv` wrapped in `TimeLimit(max_episode_steps or spec.episode_steps)`."""
-    env = PricingMarketEnv(spec, alpha, k, robust=robust, lam=lam, detector=detector)
+    env = PricingMarketEnv(spec, alpha, k, robust=robust, lam=lam, detector=detector,
+                           reference_action=reference_action)  # fmt: skip
     return TimeLimit(env, max_episode_steps=max_episode_steps or spec.episode_steps)

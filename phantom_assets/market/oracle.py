@@ -14,13 +14,23 @@ are concatenated into one batch of steps·N shoppers and every action is evaluat
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 from scipy import stats
 
-from phantom_assets.market.engine import Column, Engine, StepDraws, draw_step, simulate_step
+from phantom_assets.market.draws import (
+    StepDraws,
+    agent_session_share,
+    decoy_scores,
+    draw_step,
+)
+from phantom_assets.market.engine import DETECTOR_MODES, Column, Engine, simulate_step
 from phantom_assets.market.env import engine_of
 from phantom_assets.market.spec import MarketSpec
 
@@ -33,21 +43,89 @@ ORACLE_SCHEMA: dict[str, pl.DataType] = {
 is descriptive: the best action is chosen on the same seeds, so its mean is optimistic and no
 interval is claimed for it."""
 
+PERMUTED = DETECTOR_MODES[1]
 ENV_PREFIX_DRAWS = 1
 """Steps the env draws in `reset` before the first action (the warm-up step)."""
+
+
+def _episode_streams(
+    spec: MarketSpec, seed: int, k_max: int, steps: int
+) -> tuple[list[StepDraws], int]:
+    """Episode `seed`'s per-step draws (the warm-up step first) and the seed of its ablation
+    stream, as `make_env(spec, α, K).reset(seed=seed)` draws them (module docstring)."""
+    if steps < 1 or k_max < 1:
+        raise ValueError(f"need steps >= 1 and k_max >= 1, got {steps}, {k_max}")
+    rng = np.random.default_rng(seed)
+    ablation_seed = int(rng.integers(2**63))  # drawn first in `reset`
+    sizes = tuple(bank.size for bank in spec.banks)
+    n, cdf = spec.shoppers_per_step, spec.product_cdf
+    draws = [draw_step(rng, n, cdf, k_max, sizes) for _ in range(ENV_PREFIX_DRAWS + steps)]
+    return draws, ablation_seed
+
+
+def _concatenated(draws: Sequence[StepDraws]) -> StepDraws:
+    return StepDraws(*(np.concatenate(field) for field in zip(*draws, strict=True)))
 
 
 def episode_draws(spec: MarketSpec, seed: int, k_max: int, steps: int) -> StepDraws:
     """The common random numbers of `steps` steps of episode `seed` at K_max = `k_max` (module
     docstring), concatenated: step t's shoppers are rows t·N … (t + 1)·N − 1."""
-    if steps < 1 or k_max < 1:
-        raise ValueError(f"need steps >= 1 and k_max >= 1, got {steps}, {k_max}")
-    rng = np.random.default_rng(seed)
-    rng.integers(2**63)  # the env's ablation-stream seed, drawn first in `reset`
-    sizes = tuple(bank.size for bank in spec.banks)
-    n, cdf = spec.shoppers_per_step, spec.product_cdf
-    draws = [draw_step(rng, n, cdf, k_max, sizes) for _ in range(ENV_PREFIX_DRAWS + steps)]
-    return StepDraws(*(np.concatenate(field) for field in zip(*draws[1:], strict=True)))
+    return _concatenated(_episode_streams(spec, seed, k_max, steps)[0][ENV_PREFIX_DRAWS:])
+
+
+def _episode_decoys(
+    engine: Engine, draws: Sequence[StepDraws], ablation_seed: int, alpha: float, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The permuted-f ablation's scores of an episode's steps after the warm-up, as the env draws
+    them at (α, K) (one `decoy_scores` per step, the warm-up's included)."""
+    share, ablation = agent_session_share(alpha, k), np.random.default_rng(ablation_seed)
+    human, agent = engine.banks
+    steps = [decoy_scores(ablation, engine.strata, share,
+                          (human.engagement[d.human_chain], agent.engagement[d.agent_chain]))
+             for d in draws]  # fmt: skip
+    kept = steps[ENV_PREFIX_DRAWS:]
+    return np.concatenate([h for h, _ in kept]), np.concatenate([a for _, a in kept])
+
+
+def fixed_action_totals(
+    spec: MarketSpec,
+    actions: Sequence[int],
+    alphas: Sequence[float],
+    k: int,
+    seeds: Sequence[int],
+    detector: str = "fitted",
+    reference_action: int | None = None,
+    steps: int | None = None,
+) -> np.ndarray:
+    """(actions, seeds, alphas, len(Column)) episode totals of fixed actions: exactly the sums
+    over steps of the env's totals for a policy that always plays the action, episode `seed` at
+    (α, K) with `detector` ("fitted" | "permuted", the ablation's own stream) and human harm
+    against `reference_action` (None: each action against its own level and markup) -- so the
+    evaluation protocol's episode metrics follow from them without stepping an env.
+    """
+    check_grid(list(alphas), [k], list(seeds))
+    if detector not in DETECTOR_MODES:
+        raise ValueError(f"detector must be one of {DETECTOR_MODES}, got {detector!r}")
+    steps = spec.episode_steps if steps is None else steps
+    engine, grid = engine_of(spec), np.asarray(alphas, dtype=np.float64)
+    values = [spec.action_values(a) for a in actions]
+    reference = None if reference_action is None else spec.action_values(reference_action)[:2]
+    out = np.empty((len(actions), len(seeds), grid.size, len(Column)))
+    # The fitted detector: every α in one engine call; the ablation: one per α (its class mix).
+    cells = [slice(None)] if detector != PERMUTED else [slice(j, j + 1) for j in range(grid.size)]
+    for i, seed in enumerate(seeds):  # seeds × cells × actions engine calls over every shopper
+        draws, ablation_seed = _episode_streams(spec, int(seed), int(k), steps)
+        shoppers = _concatenated(draws[ENV_PREFIX_DRAWS:])
+        for cell in cells:
+            alpha = grid[cell]
+            decoys = (_episode_decoys(engine, draws, ablation_seed, float(alpha[0]), int(k))
+                      if detector == PERMUTED else None)  # fmt: skip
+            for a, action in enumerate(values):
+                harm_reference = action[:2] if reference is None else reference
+                totals = simulate_step(engine, action, shoppers, alpha, np.full(alpha.size, k),
+                                       decoys, harm_reference)  # fmt: skip
+                out[a, i, cell] = totals[:, : len(Column)]
+    return out
 
 
 def subset_draws(draws: StepDraws, rows: np.ndarray) -> StepDraws:
@@ -73,17 +151,11 @@ def seed_t_interval(
 
 
 def _profits(
-    spec: MarketSpec, engine: Engine, alphas: np.ndarray, k: int, seeds: Sequence[int], steps: int
+    spec: MarketSpec, alphas: np.ndarray, k: int, seeds: Sequence[int], steps: int
 ) -> np.ndarray:
     """(seeds, actions, alphas) episode profit of every fixed action, all on each seed's draws."""
-    actions = [spec.action_values(a) for a in range(spec.n_actions)]
-    ks = np.full(alphas.size, k)
-    out = np.empty((len(seeds), len(actions), alphas.size))
-    for i, seed in enumerate(seeds):  # seeds × actions engine calls, each over every shopper
-        draws = episode_draws(spec, int(seed), k, steps)
-        for a, action in enumerate(actions):
-            out[i, a] = simulate_step(engine, action, draws, alphas, ks)[:, Column.PROFIT]
-    return out
+    totals = fixed_action_totals(spec, range(spec.n_actions), alphas, k, seeds, steps=steps)
+    return totals[..., Column.PROFIT].transpose(1, 0, 2)
 
 
 def check_grid(alphas: Sequence[float], ks: Sequence[int], seeds: Sequence[int]) -> None:
@@ -103,7 +175,7 @@ def fixed_action_profits(
     same draws of each seed (module docstring); `steps` defaults to `spec.episode_steps`."""
     check_grid([alpha], [k], seeds)
     steps = spec.episode_steps if steps is None else steps
-    return _profits(spec, engine_of(spec), np.array([float(alpha)]), int(k), seeds, steps)[..., 0]
+    return _profits(spec, np.array([float(alpha)]), int(k), seeds, steps)[..., 0]
 
 
 def market_oracle(
@@ -126,10 +198,10 @@ def market_oracle(
     """
     check_grid(alphas, ks, seeds)
     steps = spec.episode_steps if steps is None else steps
-    engine, grid = engine_of(spec), np.asarray(alphas, dtype=np.float64)
+    grid = np.asarray(alphas, dtype=np.float64)
     frames = []
     for k in sorted({int(k) for k in ks}):  # the env's draws depend on K_max = K
-        profits = _profits(spec, engine, grid, k, seeds, steps)  # (seeds, actions, alphas)
+        profits = _profits(spec, grid, k, seeds, steps)  # (seeds, actions, alphas)
         mean, se, _, _, n = seed_t_interval(profits)
         best = np.argmax(mean, axis=0)
         cells = np.arange(grid.size)
@@ -141,6 +213,115 @@ def market_oracle(
             "undefended_profit": mean[spec.undefended_action],
         }, schema=ORACLE_SCHEMA))  # fmt: skip
     return pl.concat(frames).sort("k", "alpha")
+
+
+def stress_alphas(alpha0: float, radius: float) -> np.ndarray:
+    """The stress band {α0 − r, α0, α0 + r} ∩ [0, 1] (rounded, so α0 ± r lands on a grid α when
+    it is one)."""
+    if not 0 <= alpha0 <= 1 or radius < 0:
+        raise ValueError(f"need alpha0 in [0, 1] and radius >= 0: {alpha0!r}, {radius!r}")
+    candidates = np.round([alpha0 - radius, alpha0, alpha0 + radius], 10)
+    return np.unique(candidates[(candidates >= 0) & (candidates <= 1)])
+
+
+@dataclass(frozen=True)
+class Response:
+    """The best undefended response (the tuned-static tier; DESIGN §5 "Policy tiers", §8).
+
+    Attributes:
+        action: its action index (δ = 0).
+        level, markup: its base level and engagement markup.
+        objective: its stress objective on the seeds (mean over the α grid of the band's worst
+            mean episode profit).
+        alpha_grid, radius, k, seeds: what it was chosen over.
+    """
+
+    action: int
+    level: float
+    markup: float
+    objective: float
+    alpha_grid: tuple[float, ...]
+    radius: float
+    k: int
+    seeds: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready fields (`market_oracle/reference.json`)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def read(cls, path: Path) -> Response:
+        """The response `to_dict` wrote to `path`; a missing or malformed file fails naming it."""
+        try:
+            payload = json.loads(Path(path).read_text())
+            return cls(**{**payload, **{name: tuple(payload[name])
+                                        for name in ("alpha_grid", "seeds")}})  # fmt: skip
+        except (OSError, ValueError, TypeError, KeyError) as error:
+            raise ValueError(f"{path}: no best undefended response ({error}); "
+                             f"re-materialize market_oracle") from error  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BandProfits:
+    """Every fixed action's mean episode profit over the stress bands of an α grid.
+
+    Attributes:
+        alphas: (B,) the bands' α, sorted (every grid α0 is one).
+        mean: (actions, B) mean episode profit over the seeds, every action on the same draws.
+        bands: per grid α0, the columns of its band.
+    """
+
+    alphas: np.ndarray
+    mean: np.ndarray
+    bands: tuple[np.ndarray, ...]
+
+    def objective(self) -> np.ndarray:
+        """(actions,) the stress objective: per α0 the band's worst mean profit, averaged."""
+        return np.mean([self.mean[:, columns].min(axis=1) for columns in self.bands], axis=0)
+
+    def best(self, spec: MarketSpec, defended: bool) -> int:
+        """The action with the best objective among those with δ > 0 (`defended`) or δ = 0 (ties:
+        the lowest action index)."""
+        pool = [a for a in range(spec.n_actions) if (spec.action_values(a)[2] > 0.0) == defended]
+        return pool[int(np.argmax(self.objective()[pool]))]
+
+
+def band_profits(
+    spec: MarketSpec,
+    alpha_grid: Sequence[float],
+    radius: float,
+    k: int,
+    seeds: Sequence[int],
+    steps: int | None = None,
+) -> BandProfits:
+    """Mean episode profit of every fixed action at every α of the stress bands α0 ± `radius`
+    of `alpha_grid`, at K = `k` on `seeds` (CRN)."""
+    check_grid(alpha_grid, [k], seeds)
+    steps = spec.episode_steps if steps is None else steps
+    bands = [stress_alphas(a0, radius) for a0 in alpha_grid]
+    alphas = np.unique(np.concatenate(bands))
+    mean = _profits(spec, alphas, int(k), seeds, steps).mean(axis=0)
+    return BandProfits(alphas, mean, tuple(np.searchsorted(alphas, band) for band in bands))
+
+
+def best_undefended_response(
+    spec: MarketSpec,
+    alpha_grid: Sequence[float],
+    radius: float,
+    k: int,
+    seeds: Sequence[int],
+    steps: int | None = None,
+) -> Response:
+    """The δ = 0 action with the best stress objective on `seeds` (`BandProfits.objective`: for
+    each α0 of `alpha_grid` the worst mean episode profit over its stress band α0 ± `radius`,
+    averaged over α0) -- the statistic the gate compares on, so no undefended fixed action does
+    better by it (ties: the lowest action index). Every action is evaluated on the same draws."""
+    profits = band_profits(spec, alpha_grid, radius, k, seeds, steps)
+    best = profits.best(spec, defended=False)
+    level, markup, _ = spec.action_values(best)
+    return Response(best, level, markup, float(profits.objective()[best]),
+                    tuple(float(a) for a in alpha_grid), float(radius), int(k),
+                    tuple(int(s) for s in seeds))  # fmt: skip
 
 
 def oracle_markdown(oracle: pl.DataFrame) -> str:

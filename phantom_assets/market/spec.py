@@ -62,7 +62,9 @@ class MarketSpec:
         base_levels, markups, detector_strengths: the action grid (level × m × δ).
         quote_noise: w, half-width of the relative quote noise u ~ U(−1, 1).
         engagement_scale: s0 of the markup g(s) = 1 − exp(−s/s0).
-        reference_engagement: s_ref, the engagement a fully flagged session is quoted as.
+        reference_engagement: s_ref, the engagement a flagged session is quoted as (at δ = 1).
+        detector_threshold: τ, a session is flagged iff its prefix f exceeds it (set for a
+            human false-positive rate, `MarketConfig.detector_fpr`).
         nominal_k: nominal K, clean sessions per agent.
         robust_k_set: K candidates of the robust ambiguity set.
         robust_alpha_candidates: α candidates (evenly spaced over the ambiguity interval).
@@ -103,6 +105,7 @@ class MarketSpec:
     quote_noise: float = _DEFAULTS.declared_quote_noise
     engagement_scale: float = 10.0
     reference_engagement: float = 20.0
+    detector_threshold: float = 0.5
     nominal_k: int = _AGENTS.nominal_k
     robust_k_set: tuple[int, ...] = _AGENTS.robust_k_set
     robust_alpha_candidates: int = _AGENTS.robust_alpha_candidates
@@ -161,6 +164,7 @@ class MarketSpec:
             "quote_noise": 0 <= self.quote_noise < 1,
             "engagement_scale": self.engagement_scale > 0,
             "reference_engagement": self.reference_engagement > 0,
+            "detector_threshold": 0.0 <= self.detector_threshold <= 1.0,
             "nominal_k": self.nominal_k >= 1,
             "robust_k_set": len(self.robust_k_set) >= 1
             and min(self.robust_k_set) >= 1,

@@ -27,6 +27,7 @@ from phantom_assets.policies.heuristics import (
     LinearPolicy,
     StaticPolicy,
     SurgePolicy,
+    TunedStaticPolicy,
     fit_line,
     profit_optimal_level,
 )
@@ -87,6 +88,7 @@ __all__ = [
     "TrainedPolicy",
     "TrainingMode",
     "TrainingParams",
+    "TunedStaticPolicy",
     "baseline_twin",
     "demand_breadth",
     "fit_line",

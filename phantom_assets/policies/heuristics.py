@@ -76,6 +76,21 @@ class StaticPolicy:
 
 
 @dataclass
+class TunedStaticPolicy(StaticPolicy):
+    """The best undefended response (the tuned-static tier, DESIGN §5 "Policy tiers"): the fixed
+    δ = 0 action with the best stress objective on the selection seeds
+    (`market.oracle.best_undefended_response`) -- the gate's baseline: beating it takes more
+    than a price increase."""
+
+    tier: str = field(default="tuned", init=False)
+
+    @classmethod
+    def load(cls, path: str | Path) -> TunedStaticPolicy:
+        """Read a policy written by `save`."""
+        return cls(action=int(_read_json(path, "tuned")["action"]))
+
+
+@dataclass
 class SurgePolicy:
     """Raise the base level one step when demand breadth exceeds its running mean, lower it below.
 

@@ -20,6 +20,7 @@ from phantom_assets.policies.heuristics import (
     LinearPolicy,
     StaticPolicy,
     SurgePolicy,
+    TunedStaticPolicy,
     fit_linear_policy,
 )
 from phantom_assets.policies.keys import (
@@ -36,6 +37,7 @@ logger = logging.getLogger(__name__)
 
 POLICY_FILENAMES: dict[str, str] = {
     "static": "policy.json",
+    "tuned": "policy.json",
     "surge": "policy.json",
     "linear": "policy.json",
     "qtable": "policy.npz",
@@ -58,6 +60,7 @@ def train_policy(
     params: TrainingParams,
     seed: int,
     run: Any | None = None,
+    reference_action: int | None = None,
 ) -> TrainedPolicy:
     """Train (or build) one policy of the grid.
 
@@ -71,6 +74,8 @@ def train_policy(
         run: optional W&B run (`tracking.wandb_run`) the learnable tiers log to while they train:
             SB3 tiers through `tracking.wandb_callback`, the Q-table per episode through
             `tracking.TrackedEpisodes`. Tracking never changes the trained policy.
+        reference_action: the best undefended response (`market.oracle.
+            best_undefended_response`): the tuned-static tier plays it (required for it).
 
     Returns:
         The policy with its learning curve (empty for heuristics), hyperparameters (with the
@@ -85,6 +90,15 @@ def train_policy(
     if tier == "static":
         policy = StaticPolicy.undefended(spec)
         return TrainedPolicy(policy, hyperparameters={"action": policy.action}, **common)
+    if tier == "tuned":
+        if reference_action is None:
+            raise ValueError("the tuned-static tier plays the best undefended response: pass it")
+        tuned = TunedStaticPolicy(action=int(reference_action))
+        level, markup, delta = spec.action_values(tuned.action)
+        if delta != 0.0:
+            raise ValueError(f"the tuned-static action {tuned.action} has δ = {delta}, not 0")
+        hyper = {"action": tuned.action, "level": level, "markup": markup}
+        return TrainedPolicy(tuned, hyperparameters=hyper, **common)
     if tier == "surge":
         surge = SurgePolicy(spec.action_shape, params.surge_threshold, params.surge_memory)
         hyper = {"threshold": surge.threshold, "memory": surge.memory}
@@ -107,8 +121,9 @@ def train_policy(
 
 def load_policy(tier: str, path: str | Path, device: str = "cpu") -> Policy:
     """Load a policy of `tier` saved by its `save` method."""
-    loaders = {"static": StaticPolicy.load, "surge": SurgePolicy.load,
-               "linear": LinearPolicy.load, "qtable": QTablePolicy.load}  # fmt: skip
+    loaders = {"static": StaticPolicy.load, "tuned": TunedStaticPolicy.load,
+               "surge": SurgePolicy.load, "linear": LinearPolicy.load,
+               "qtable": QTablePolicy.load}  # fmt: skip
     if tier in loaders:
         return loaders[tier](path)
     if tier in SB3_POLICIES:

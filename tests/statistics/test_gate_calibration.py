@@ -1,13 +1,16 @@
-"""The certification gate holds its level on v2 stress tables (DESIGN §5a, §8): it certifies a
-candidate without a profit advantage, without a detector value ("defence without detection"), or
-with human harm at the bound at most (1 − confidence)/2 of the time, and finds real effects.
+"""The certification gate holds its level on stress tables of the real shape (DESIGN §5a, §8):
+it certifies a class-blind rule (profit over the best undefended response, no detector value), a
+detector value without a profit advantage, an advantage the worst α of the band lacks, or human
+harm at the bound (normal and zero-inflated) at most (1 − confidence)/2 of the time, and finds
+real effects.
 
-The real gate runs on tables of the real shape (`phantom_assets.calibration.gate`). 400
-replications per layout: the tolerance is 3 binomial SEs of the level (0.025 → +0.023); 200 for
-the study-shape layout (60 seeds × 3 training seeds, random sign flips; +0.033).
+The real gate runs on tables built by `phantom_assets.calibration.gate`. 400 replications per
+layout: the tolerance is 3 binomial SEs of the level (0.025 → +0.023).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -16,19 +19,13 @@ from phantom_assets.calibration import binomial_se
 from phantom_assets.calibration.gate import LAYOUTS, POWER_LAYOUT, gate_rejection_rate
 
 N_REPS = 400
-N_REPS_STUDY_SHAPE = 200
 LEVEL = 0.025
-
-
-def _reps(layout) -> int:
-    return N_REPS_STUDY_SHAPE if layout.test_seeds > 8 else N_REPS
 
 
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda layout: layout.name)
 def test_gate_false_certification_rate_is_within_its_level(layout):
-    reps = _reps(layout)
-    rate = gate_rejection_rate(layout, reps, np.random.default_rng(2026))
-    assert rate <= LEVEL + 3 * binomial_se(LEVEL, reps), f"{layout.name}: {rate}"
+    rate = gate_rejection_rate(layout, N_REPS, np.random.default_rng(2026))
+    assert rate <= LEVEL + 3 * binomial_se(LEVEL, N_REPS), f"{layout.name}: {rate}"
 
 
 def test_gate_certifies_a_real_profit_advantage_with_a_real_detector_value_most_of_the_time():
@@ -37,23 +34,20 @@ def test_gate_certifies_a_real_profit_advantage_with_a_real_detector_value_most_
 
 
 def test_selecting_on_the_test_seeds_would_break_the_level(monkeypatch):
-    # The v1 mistake, re-enacted on the defence without detection: every candidate beats the
-    # static engine, so only the detector value decides; choosing the best of 24 null detector
-    # values on the seeds it is then tested on certifies ~1 − (1 − 0.025)^24 ≈ 45% of the time.
+    # The v1 mistake, re-enacted on the class-blind rule: every learnable candidate beats the
+    # baseline, so only the detector value decides; choosing the best of 6 null detector values
+    # on the seeds it is then tested on certifies far more often than 2.5%.
     from phantom_assets.audit import gate
 
-    original_rank, original_per_seed = gate.rank_candidates, gate.per_seed
-    latest: dict = {}
+    original = gate._select
 
-    def per_seed_spy(stress, metric):
-        latest[metric] = original_per_seed(stress, metric)
-        return latest[metric]
+    def select_on_test_seeds(profit, harm, *args):
+        def swapped(cube):  # the held-out seeds labelled as selection seeds
+            return dataclasses.replace(cube, is_selection=~cube.is_selection)
 
-    def rank_on_test_seeds(selection, static, *harm):  # right after per_seed of the whole table
-        return original_rank(latest[selection.metric]["test"], static, *harm)
+        return original(swapped(profit), swapped(harm), *args)
 
-    monkeypatch.setattr(gate, "per_seed", per_seed_spy)
-    monkeypatch.setattr(gate, "rank_candidates", rank_on_test_seeds)
-    layout = next(layout for layout in LAYOUTS if layout.name == "defence_without_detection")
+    monkeypatch.setattr(gate, "_select", select_on_test_seeds)
+    layout = next(layout for layout in LAYOUTS if layout.name == "class_blind_rule")
     rate = gate_rejection_rate(layout, 200, np.random.default_rng(2026))
     assert rate > LEVEL + 3 * binomial_se(LEVEL, 200)

@@ -61,9 +61,12 @@ def test_evaluation_config_keeps_selection_and_held_out_test_seeds_disjoint():
         EvaluationConfig(test_episodes=0)
 
 
-def test_study_profile_holds_out_as_many_test_seeds_as_selection_seeds():
-    study = load_settings("study").evaluation
-    assert study.episodes == study.test_episodes == 30
+def test_profiles_hold_out_at_least_the_seeds_the_gate_is_calibrated_for():
+    from phantom_assets.audit.studentized import MIN_CALIBRATED_N
+
+    study, demo = load_settings("study").evaluation, load_settings("demo").evaluation
+    assert study.episodes == study.test_episodes == 32
+    assert demo.test_episodes >= MIN_CALIBRATED_N <= study.test_episodes
 
 
 @pytest.mark.parametrize(

@@ -16,34 +16,45 @@ from phantom_assets.audit import (
     file_digests_of,
     promotion_gate,
 )
-from phantom_assets.calibration.gate import HARM_BOUND, POLICIES, STATIC, GateLayout, stress_table
+from phantom_assets.calibration.gate import (
+    BASELINE,
+    HARM_BOUND,
+    POLICIES,
+    STATIC,
+    GateLayout,
+    stress_table,
+)
 from phantom_assets.storage import combined_digest
 
-PASSED = {key: () for key in POLICIES if key != STATIC}
+PASSED = {key: () for key in POLICIES}
 WINNER = "dqn-robust-a050"
 
 
 def gate_table(seed: int = 0, **layout) -> pl.DataFrame:
-    """A null stress table (no effect anywhere) of the real shape."""
+    """A null stress table (no effect anywhere) of the real shape: 24 held-out seeds."""
     return stress_table(GateLayout("null", **layout), np.random.default_rng(seed))
 
 
 def run_gate(stress: pl.DataFrame, **kwargs) -> GateDecision:
-    """`promotion_gate` against the static engine, every check passed, harm bound 0.05."""
-    options = {"static": STATIC, "failed_checks": PASSED, "rng": np.random.default_rng(0),
-               "max_human_harm": HARM_BOUND}  # fmt: skip
+    """`promotion_gate` against the tuned-static baseline, every check passed, the study's
+    harm bound."""
+    options = {"baseline": BASELINE, "static": STATIC, "failed_checks": PASSED,
+               "rng": np.random.default_rng(0), "max_human_harm": HARM_BOUND}  # fmt: skip
     return promotion_gate(stress, **{**options, **kwargs})
 
 
 def plant(
     stress: pl.DataFrame, policy: str, *, profit: float = 0.0, value: float = 0.0,
-    harm: float = 0.0, split: str | None = None,
+    harm: float = 0.0, split: str | None = None, alpha: float | None = None,
 ) -> pl.DataFrame:  # fmt: skip
     """`profit` added with both detectors, `value` with the fitted one only (a detector value),
-    `harm` to the harm share, on `split`'s rows of `policy` (all splits if None)."""
+    `harm` to the harm share, on `policy`'s rows of `split` (all if None) at band α `alpha`
+    (all if None)."""
     rows = pl.col("policy") == policy
     if split is not None:
         rows &= pl.col("split") == split
+    if alpha is not None:
+        rows &= pl.col("alpha") == alpha
     added = profit + pl.when(pl.col("detector") == "fitted").then(value).otherwise(0.0)
     return stress.with_columns(
         profit=pl.col("profit") + pl.when(rows).then(added).otherwise(0.0),
@@ -52,7 +63,7 @@ def plant(
 
 
 def defence(stress: pl.DataFrame, policy: str = WINNER) -> pl.DataFrame:
-    """A clear agent-aware defence: +3 profit over static, detector value +1."""
+    """A clear agent-aware defence: +4 fitted profit over the baseline, detector value +1."""
     return plant(stress, policy, profit=3.0, value=1.0)
 
 
@@ -115,47 +126,54 @@ def report(lineage: list[ArtifactRecord]) -> CertificationReport:
         records=tuple(lineage),
         gate={
             "candidate": "ppo-robust-a050",
+            "baseline": "tuned-a050",
             "static": "static-a050",
-            "baseline": "static-a050",
-            "n_pairs": 8,
+            "n_pairs": 24,
             "p_value": 0.0039,
             "selection_seeds": list(range(17, 25)),
-            "test_seeds": list(range(100, 108)),
+            "test_seeds": list(range(100, 124)),
             "comparisons": [
                 {
-                    "role": "profit vs static engine",
-                    "reference": "static-a050",
-                    "n": 8,
-                    "mean_diff": 1.5,
+                    "role": "profit vs the best undefended response",
+                    "n": 24,
+                    "mean": 1.5,
                     "ci_low": 0.5,
                     "ci_high": 2.5,
                     "p_value": 0.0039,
+                    "threshold": 0.0,
+                    "alternative": "greater",
+                    "compared_at": [{"alpha0": 0.5, "alpha": 0.3}, {"alpha0": 1.0, "alpha": 0.8}],
                 },
                 {
-                    "role": "detector value",
-                    "reference": "ppo-robust-a050 with permuted f",
-                    "n": 8,
-                    "mean_diff": 0.25,
+                    "role": "detector value beyond engagement",
+                    "n": 24,
+                    "mean": 0.25,
                     "ci_low": 0.125,
                     "ci_high": 0.5,
                     "p_value": 0.0039,
+                    "threshold": 0.0,
+                    "alternative": "greater",
+                    "compared_at": [{"alpha0": 0.5, "alpha": 0.7}, {"alpha0": 1.0, "alpha": 1.0}],
+                },
+                {
+                    "role": "total human harm",
+                    "n": 24,
+                    "mean": 0.005,
+                    "ci_low": 0.003,
+                    "ci_high": 0.007,
+                    "p_value": 0.001,
+                    "threshold": 0.02,
+                    "alternative": "less",
+                    "compared_at": [{"alpha0": 0.5, "alpha": 0.5}, {"alpha0": 1.0, "alpha": 1.0}],
                 },
             ],
-            "human_harm": {
-                "metric": "human_harm",
-                "n": 8,
-                "mean": 0.02,
-                "upper": 0.03,
-                "bound": 0.05,
-                "within": True,
-                "p_value": 0.001,
-            },
             "candidates": [
                 {
                     "policy": "ppo-robust-a050",
                     "profit_advantage": 1.25,
                     "detector_value": 0.5,
                     "score": 0.5,
+                    "human_harm": 0.004,
                     "p_profit": 0.0039,
                     "p_detector": 0.0039,
                     "p_harm": 0.001,
@@ -164,14 +182,20 @@ def report(lineage: list[ArtifactRecord]) -> CertificationReport:
                     "failed_checks": [],
                 },
             ],
-            "profit_at_reported_alpha0": {
-                "alpha0": 1.0,
-                "reference": "static-a050",
-                "n": 8,
-                "mean_diff": 2.0,
-                "ci_low": None,
-                "ci_high": 3.0,
-                "p_value": 0.0078,
+            "reported": {
+                "profit_vs_static": {
+                    "reference": "static-a050",
+                    "n": 24,
+                    "mean": 2.0,
+                    "ci_low": None,
+                    "ci_high": 3.0,
+                    "p_value": 0.0078,
+                    "threshold": 0.0,
+                    "alternative": "greater",
+                    "compared_at": [{"alpha0": 0.5, "alpha": 0.3}],
+                },
+                "false_positive_rate_at_alpha_0": 0.021,
+                "human_quoted_up": 0.03,
             },
         },
         config={"profile": "demo", "alpha_grid": [0.0, 0.3]},

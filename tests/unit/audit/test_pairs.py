@@ -1,4 +1,4 @@
-"""Stress rows → one value per (policy, detector, held-out seed), paired one-to-one on seeds."""
+"""Stress rows → one value per (comparison, episode seed), both arms at the same band α."""
 
 from __future__ import annotations
 
@@ -6,71 +6,92 @@ import numpy as np
 import polars as pl
 import pytest
 
-from phantom_assets.audit import (
-    detector_values,
-    paired_differences,
-    per_seed,
-    profit_advantages,
-    rank_candidates,
-)
-from phantom_assets.calibration.gate import HEURISTICS, STATIC, GateLayout, stress_table
+from phantom_assets.audit import paired_stress, seed_means
+from phantom_assets.audit.pairs import stress_cube
+from phantom_assets.calibration.gate import BASELINE, GateLayout, stress_table
+
+CANDIDATE = "ppo-robust-a050"
 
 
 def _table(**layout) -> pl.DataFrame:
     return stress_table(GateLayout("null", **layout), np.random.default_rng(0))
 
 
-def _rows(policy: str, detector: str, rows: list[tuple[int, float, int, float]]) -> pl.DataFrame:
-    """Test rows `(seed, alpha0, train_seed, profit)` of one arm."""
-    seed, alpha0, train_seed, profit = (list(column) for column in zip(*rows, strict=True))
-    n = len(rows)
-    return pl.DataFrame({"policy": [policy] * n, "split": ["test"] * n, "detector": [detector] * n,
-                         "seed": seed, "alpha0": alpha0, "train_seed": train_seed,
-                         "profit": profit})  # fmt: skip
+def _rows(
+    policy: str, detector: str, rows: list[tuple[str, int, float, float, int, float]]
+) -> pl.DataFrame:  # fmt: skip
+    """Rows `(split, seed, alpha0, alpha, train_seed, profit)` of one arm."""
+    columns = ("split", "seed", "alpha0", "alpha", "train_seed", "profit")
+    frame = pl.DataFrame(rows, schema=columns, orient="row")
+    return frame.with_columns(policy=pl.lit(policy), detector=pl.lit(detector))
 
 
-def test_training_seeds_are_averaged_within_an_alpha0_cell_before_the_cells_are():
-    # alpha0 = 0 has two training seeds (1, 3 -> 2), alpha0 = 1 one (10): the seed's value is
+def test_training_seeds_are_averaged_within_a_cell_before_the_cells_are():
+    # Cell (0, 0) has two training seeds (1, 3 -> 2), cell (1, 1) one (10): the seed's value is
     # (2 + 10) / 2 = 6, not the row mean 14 / 3.
-    rows = _rows("ppo-robust-a050", "fitted", [(5, 0.0, 0, 1.0), (5, 0.0, 1, 3.0),
-                                               (5, 1.0, 0, 10.0)])  # fmt: skip
-    seeds, values = per_seed(rows, "profit")["test"].by_arm[("ppo-robust-a050", "fitted")]
-    assert seeds.tolist() == [5] and values.tolist() == [6.0]
+    rows = _rows(CANDIDATE, "fitted", [("test", 5, 0.0, 0.0, 0, 1.0), ("test", 5, 0.0, 0.0, 1, 3.0),
+                                       ("test", 5, 1.0, 1.0, 0, 10.0)])  # fmt: skip
+    paired = paired_stress(stress_cube(rows, "profit"), (CANDIDATE, "fitted"))
+    assert paired.test_seeds == (5,) and paired.test.tolist() == [6.0]
 
 
-def test_pairs_are_one_per_held_out_seed_whatever_the_training_seeds():
-    # Regression: pairing on seed alone turned 8 seeds x 25 train/alpha0 rows into 200 "pairs".
+def test_pairs_are_one_per_held_out_seed_whatever_the_training_seeds_and_band():
     stress = _table(train_seeds=5)
-    assert stress.filter(pl.col("split") == "test").height > 8 * 25
-    values = per_seed(stress, "profit")["test"]
-    assert profit_advantages(values, "ppo-robust-a000", STATIC).shape == (8,)
-    assert detector_values(values, "ppo-robust-a000").shape == (8,)
+    assert stress.filter(pl.col("split") == "test").height > 24 * 5 * 7
+    cube = stress_cube(stress, "profit")
+    paired = paired_stress(cube, (CANDIDATE, "fitted"), (BASELINE, "fitted"))
+    assert paired.test.shape == (24,) and paired.selection.shape == (8,)
+    assert set(paired.alphas) == {0.0, 0.5, 1.0}
+
+
+def test_the_worst_band_alpha_is_chosen_on_the_selection_seeds_and_kept_for_the_test_seeds():
+    # Selection: the difference is 1 at alpha 0.3 and 3 at alpha 0.7; held-out: 10 and -5.
+    rows = [(split, seed, 0.5, alpha, 0, value)
+            for split, seed, values in (("selection", 1, (1.0, 3.0)), ("test", 2, (10.0, -5.0)))
+            for alpha, value in zip((0.3, 0.7), values, strict=True)]  # fmt: skip
+    zero = [(*row[:-1], 0.0) for row in rows]
+    stress = pl.concat([_rows(CANDIDATE, "fitted", rows), _rows(BASELINE, "fitted", zero)])
+    cube = stress_cube(stress, "profit")
+    gain = paired_stress(cube, (CANDIDATE, "fitted"), (BASELINE, "fitted"))
+    assert gain.alphas == {0.5: 0.3} and gain.test.tolist() == [10.0]
+    cost = paired_stress(cube, (CANDIDATE, "fitted"), worst="max")
+    assert cost.alphas == {0.5: 0.7} and cost.test.tolist() == [-5.0]
+
+
+def test_ties_on_the_selection_seeds_go_to_the_lower_alpha():
+    rows = [("selection", 1, 0.5, a, 0, 2.0) for a in (0.3, 0.5, 0.7)]
+    cube = stress_cube(_rows(CANDIDATE, "fitted", rows), "profit")
+    assert paired_stress(cube, (CANDIDATE, "fitted")).alphas == {0.5: 0.3}
 
 
 def test_detector_value_is_fitted_minus_permuted_profit_of_one_policy_per_seed():
-    rows = pl.concat(
-        [
-            _rows("dqn-robust-a050", "fitted", [(1, 0.0, 0, 7.0), (2, 0.0, 0, 4.0)]),
-            _rows("dqn-robust-a050", "permuted", [(1, 0.0, 0, 5.0), (2, 0.0, 0, 5.0)]),
-        ]
-    )
-    assert detector_values(per_seed(rows, "profit")["test"], "dqn-robust-a050").tolist() == [2, -1]
+    rows = pl.concat([
+        _rows(CANDIDATE, "fitted", [("test", 1, 0.0, 0.0, 0, 7.0), ("test", 2, 0.0, 0.0, 0, 4.0)]),
+        _rows(CANDIDATE, "permuted", [("test", 1, 0.0, 0.0, 0, 5.0),
+                                      ("test", 2, 0.0, 0.0, 0, 5.0)]),
+    ])  # fmt: skip
+    value = paired_stress(stress_cube(rows, "profit"), (CANDIDATE, "fitted"),
+                          (CANDIDATE, "permuted"))  # fmt: skip
+    assert value.test.tolist() == [2.0, -1.0]
 
 
-def test_arms_stress_tested_on_different_seeds_are_refused():
-    stress = _table().filter(~((pl.col("detector") == "permuted") & (pl.col("seed") == 12)))
-    values = per_seed(stress, "profit")["test"]
-    with pytest.raises(ValueError, match="different test seeds"):
-        detector_values(values, "qtable-robust-a050")
-    with pytest.raises(ValueError, match="no test stress rows"):
-        paired_differences(values, ("nope-a000", "fitted"), (STATIC, "fitted"))
+def test_arms_stress_tested_on_different_seeds_or_cells_are_refused():
+    stress = _table()
+    with pytest.raises(ValueError, match="different cells or seeds"):
+        stress_cube(stress.filter(~((pl.col("detector") == "permuted") & (pl.col("seed") == 12))),
+                    "profit")  # fmt: skip
+    with pytest.raises(ValueError, match="different cells or seeds"):
+        stress_cube(stress.filter(~((pl.col("policy") == BASELINE) & (pl.col("alpha") == 0.7))),
+                    "profit")  # fmt: skip
+    with pytest.raises(ValueError, match="no stress rows"):
+        paired_stress(stress_cube(stress, "profit"), ("nope-a000", "fitted"))
 
 
 def test_undefined_values_are_left_out_of_the_means():
     # The harm share of a cell without human spend is NaN: it must not void the seed's value.
-    rows = _rows("ppo-robust-a050", "fitted", [(1, 0.0, 0, 0.02), (1, 1.0, 0, np.nan),
-                                               (2, 1.0, 0, np.nan)])  # fmt: skip
-    _, values = per_seed(rows, "profit")["test"].by_arm[("ppo-robust-a050", "fitted")]
+    cells = [(1, 0.0, 0.02), (1, 1.0, np.nan), (2, 0.0, np.nan), (2, 1.0, np.nan)]
+    rows = _rows(CANDIDATE, "fitted", [("test", seed, a, a, 0, v) for seed, a, v in cells])
+    values = paired_stress(stress_cube(rows, "profit"), (CANDIDATE, "fitted")).test
     assert values[0] == 0.02 and np.isnan(values[1])
 
 
@@ -78,28 +99,12 @@ def test_undefined_values_are_left_out_of_the_means():
     ("mutate", "message"),
     [
         (lambda t: t.drop("detector"), "lack columns"),
-        (lambda t: t.with_columns(detector=pl.lit("oracle")), "unknown stress split or"),
-        (lambda t: t.with_columns(split=pl.lit("train")), "unknown stress split or"),
-        (lambda t: t.with_columns(alpha=pl.lit(0.3), worst_alpha=pl.lit(0.5)), "worst alpha"),
+        (lambda t: t.drop("alpha"), "lack columns"),
+        (lambda t: t.with_columns(detector=pl.lit("oracle")), "unknown stress splits"),
+        (lambda t: t.with_columns(split=pl.lit("train")), "unknown stress splits"),
         (lambda t: t.clear(), "no stress rows"),
     ],
 )
-def test_per_seed_rejects_tables_outside_the_stress_contract(mutate, message):
+def test_seed_means_reject_tables_outside_the_stress_contract(mutate, message):
     with pytest.raises(ValueError, match=message):
-        per_seed(mutate(_table()), "profit")
-
-
-def test_candidates_are_every_policy_but_static_ranked_by_the_weaker_of_the_two_effects():
-    stress = _table()
-    selection = per_seed(stress, "profit")["selection"]
-    ranked = rank_candidates(selection, STATIC)
-    assert STATIC not in ranked["policy"] and set(HEURISTICS) <= set(ranked["policy"])
-    assert ranked.height == len(selection.policies()) - 1
-    for row in ranked.iter_rows(named=True):
-        assert row["score"] == min(row["profit_advantage"], row["detector_value"])
-    assert ranked["score"].is_sorted(descending=True)
-    # delta = 0 quotes alike with either f: the heuristics' detector value is exactly zero.
-    heuristics = ranked.filter(pl.col("policy").is_in(HEURISTICS))
-    assert heuristics["detector_value"].to_list() == [0.0, 0.0]
-    with pytest.raises(ValueError, match="static engine"):
-        rank_candidates(selection, "static-a100")
+        seed_means(mutate(_table()), "profit")

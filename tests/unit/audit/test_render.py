@@ -32,33 +32,35 @@ def test_render_markdown_has_one_lineage_row_per_record(report):
 
 def test_render_markdown_shows_gate_numbers_seeds_and_environment(report):
     text = render_markdown(report)
-    assert "| n_pairs | 8 |" in text and "| p_value | 0.0039 |" in text
-    assert "| static | static-a050 |" in text
-    assert "| test_seeds | [100, 101, 102, 103, 104, 105, 106, 107] |" in text
+    assert "| n_pairs | 24 |" in text and "| p_value | 0.0039 |" in text
+    assert "| baseline | tuned-a050 |" in text and "| static | static-a050 |" in text
+    assert f"| test_seeds | {list(range(100, 124))} |" in text
     assert "- `train`: 7" in text
     assert "- `numpy`: 2.4.0" in text
     assert "- `git_revision`: —" in text
 
 
-def test_render_markdown_shows_both_comparisons_the_harm_bound_and_the_holm_table(report):
+def test_render_markdown_shows_the_three_comparisons_where_they_were_made_and_the_holm_table(
+    report,
+):
     lines = render_markdown(report).splitlines()
-    assert "| profit vs static engine | static-a050 | 8 | 1.5 | [0.5, 2.5] | 0.0039 |" in lines
-    assert (
-        "| detector value | ppo-robust-a050 with permuted f | 8 | 0.25 | [0.125, 0.5] | 0.0039 |"
-        in lines
-    )
+    assert ("| profit vs the best undefended response | 24 | 1.5 | [0.5, 2.5] | mean <= 0 | "
+            "0.0039 | 0.5 → 0.3, 1.0 → 0.8 |") in lines  # fmt: skip
+    assert ("| detector value beyond engagement | 24 | 0.25 | [0.125, 0.5] | mean <= 0 | 0.0039 "
+            "| 0.5 → 0.7, 1.0 → 1.0 |") in lines  # fmt: skip
+    assert ("| total human harm | 24 | 0.005 | [0.003, 0.007] | mean >= 0.02 | 0.001 | "
+            "0.5 → 0.5, 1.0 → 1.0 |") in lines  # fmt: skip
     assert (  # reported beside the decision; an infinite bound is stored as None
-        "| profit vs static engine at alpha0 = 1.0 (reported, not decided) | static-a050 | 8 "
-        "| 2 | [—, 3] | 0.0078 |" in lines
+        "| profit vs the static engine static-a050 (reported, not decided) | 24 | 2 | [—, 3] | "
+        "mean <= 0 | 0.0078 | 0.5 → 0.3 |" in lines
     )
-    assert "| human_harm | 8 | 0.02 | 0.03 | 0.05 | True | 0.001 |" in lines
+    assert "| false_positive_rate_at_alpha_0 | 0.021 |" in lines
     header = lines.index(
-        "| policy | profit_advantage | detector_value | score | p_profit | p_detector | p_harm "
-        "| p_value | p_holm | failed checks |"
+        "| policy | profit_advantage | detector_value | score | human_harm | p_profit | "
+        "p_detector | p_harm | p_value | p_holm | failed checks |"
     )
-    assert lines[header + 2] == (
-        "| ppo-robust-a050 | 1.25 | 0.5 | 0.5 | 0.0039 | 0.0039 | 0.001 | 0.0039 | 0.0039 | — |"
-    )
+    assert lines[header + 2] == ("| ppo-robust-a050 | 1.25 | 0.5 | 0.5 | 0.004 | 0.0039 | 0.0039 "
+                                 "| 0.001 | 0.0039 | 0.0039 | — |")  # fmt: skip
 
 
 def test_render_markdown_of_a_real_gate_decision(report):
@@ -66,7 +68,8 @@ def test_render_markdown_of_a_real_gate_decision(report):
     gated = CertificationReport(**{**report.__dict__, "gate": decision.to_dict()})
     text = render_markdown(gated)
     assert f"| candidate | {decision.candidate} |" in text
-    assert "| detector value | " in text and "| human_harm | 8 |" in text
+    assert "| detector value beyond engagement | 24 | " in text
+    assert "| total human harm | 24 | " in text
 
 
 def test_render_markdown_names_failed_checks(report):

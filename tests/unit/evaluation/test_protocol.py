@@ -17,11 +17,10 @@ from phantom_assets.evaluation import (
     episode_metrics,
     evaluate_policy,
     nominal_rows,
-    stress_alphas,
     stress_rows,
-    worst_alpha,
 )
 from phantom_assets.market import make_env
+from phantom_assets.market.oracle import stress_alphas
 from tests.unit.evaluation.conftest import action
 
 ALPHAS, KS, SEEDS = (0.0, 0.5, 1.0), (2, 8), (40, 41, 42)
@@ -77,8 +76,11 @@ def test_coi_harm_and_false_positive_rate_are_ratios_of_the_envs_step_totals(spe
     assert row["coi_a"] == pytest.approx(total["agent_premium"] / total["agent_purchases"])
     bought = total["human_purchases"] + total["agent_purchases"]
     assert row["coi"] == pytest.approx((total["human_premium"] + total["agent_premium"]) / bought)
-    harm = (total["human_overpay"] + total["human_lost_spend"]) / total["human_spend_undefended"]
+    harm = (total["human_overpay"] + total["human_lost_spend"]) / total["human_spend_reference"]
     assert row["human_harm"] == pytest.approx(harm) and row["human_harm"] > 0
+    surplus = total["human_surplus"] - total["human_surplus_reference"]
+    assert row["human_surplus_change"] == pytest.approx(surplus / total["human_spend_reference"])
+    assert row["human_quoted_up"] == pytest.approx(total["human_quoted_up"] / humans)
     assert row["false_positive_rate"] == pytest.approx(total["human_flagged"] / humans)
     assert (row["leak"], row["human_lost"]) == pytest.approx((total["leak"], total["human_lost"]))
     assert row["mean_detector"] == spec.detector_strengths[2]
@@ -104,7 +106,7 @@ def test_a_policy_without_detector_gets_the_same_rows_from_both_detectors(spec):
 def test_with_a_detector_the_two_detectors_differ_only_through_f(spec):
     runner = EpisodeRunner(action(spec, 3, 2, 2), spec)
     fitted, permuted = (runner.run(1.0, 8, d, [5, 6]) for d in ("fitted", "permuted"))
-    same = [STEP_FIELDS.index(f) for f in ("agents", "human_spend_undefended", "level")]
+    same = [STEP_FIELDS.index(f) for f in ("agents", "human_spend_reference", "level")]
     assert np.array_equal(fitted[..., same], permuted[..., same])  # the same shoppers
     profit = STEP_FIELDS.index("profit")
     assert not np.array_equal(fitted[..., profit], permuted[..., profit])
@@ -139,31 +141,20 @@ def test_stress_alphas_are_the_band_ends_and_centre_inside_the_unit_interval():
     assert stress_alphas(0.5, 0.0).tolist() == [0.5]
 
 
-def test_worst_alpha_reads_only_fitted_rows_and_breaks_ties_by_the_smaller_alpha():
-    rows = pl.DataFrame({
-        "alpha": [0.2, 0.2, 0.4, 0.4, 0.6, 0.6, 0.2],
-        "detector": ["fitted"] * 6 + ["permuted"],
-        "profit": [5.0, 1.0, 2.0, 2.0, 3.0, 1.0, -100.0],
-    })  # fmt: skip
-    assert worst_alpha(rows) == 0.4  # fitted means 3, 2, 2: the tie goes to 0.4
-
-
-def test_stress_picks_the_worst_alpha_on_selection_seeds_and_tests_it_on_held_out_ones(spec):
+def test_stress_evaluates_every_band_alpha_on_both_splits_like_the_nominal_protocol(spec):
+    # No policy's own worst alpha: every band alpha on both splits, so the gate can pair two
+    # policies at the same alpha and take the worst case of their difference (audit.pairs).
     policy = action(spec, 4, 2, 1)
-    runner = EpisodeRunner(policy, spec)
-    stress = stress_rows(runner, 0.5, 0.25, 8, [3, 4], [50, 51, 52])
-    candidates = nominal_rows(EpisodeRunner(policy, spec), [0.25, 0.5, 0.75], [8], [3, 4])
-    worst = worst_alpha(candidates)
-    selection, test = (stress.filter(split=s) for s in ("selection", "test"))
-    assert set(stress["worst_alpha"]) == {worst} == set(stress["alpha"])
-    assert selection.drop("split", "alpha0", "radius", "worst_alpha").equals(
-        candidates.filter(alpha=worst)
-    )
-    assert sorted(set(test["seed"])) == [50, 51, 52] and set(stress["detector"]) == {
-        "fitted", "permuted"}  # fmt: skip
-    held_out = nominal_rows(EpisodeRunner(policy, spec), [worst], [8], [50, 51, 52])
-    assert test.drop("split", "alpha0", "radius", "worst_alpha").equals(held_out)
+    stress = stress_rows(EpisodeRunner(policy, spec), 0.5, 0.25, 8, [3, 4], [50, 51, 52])
+    band = [0.25, 0.5, 0.75]
+    for split, seeds in (("selection", [3, 4]), ("test", [50, 51, 52])):
+        rows = stress.filter(split=split)
+        assert sorted(set(rows["alpha"])) == band and sorted(set(rows["seed"])) == seeds
+        assert set(rows["detector"]) == {"fitted", "permuted"}
+        nominal = nominal_rows(EpisodeRunner(policy, spec), band, [8], seeds)
+        assert rows.drop("split", "alpha0", "radius").equals(nominal)
     assert set(stress["alpha0"]) == {0.5} and set(stress["radius"]) == {0.25}
+    assert "worst_alpha" not in stress.columns
 
 
 def test_stress_refuses_overlapping_selection_and_test_seeds(spec):

@@ -13,28 +13,37 @@ from phantom_assets.market import STEP_COLUMNS
 from phantom_assets.market.bank import PROB_FLOOR
 
 
-def brute_force_totals(spec, action, draws, alpha, k, decoys=None):
+def brute_force_totals(spec, action, draws, alpha, k, decoys=None, reference=None):
     """Every `STEP_COLUMNS` total and the demand per product, shopper by shopper in plain
-    Python, straight from the DESIGN §5 definitions."""
+    Python, straight from the DESIGN §5 definitions (the quote-time threshold rule; human harm
+    against `reference` = (level, markup), default the action's own at δ = 0)."""
     level, m, delta = spec.action_values(action)
+    ref_level, ref_m = (level, m) if reference is None else reference
     human, agent = spec.banks
-    s0, s_ref, w = spec.engagement_scale, spec.reference_engagement, spec.quote_noise
+    s0, w = spec.engagement_scale, spec.quote_noise
+    tau, lift = spec.detector_threshold, delta * spec.reference_engagement
 
     def g(s):
         return 1 - math.exp(-s / s0)
 
-    def quote(base, g_eff, u, product):
-        low, high = spec.p_low[product], spec.p_high[product]
-        return min(max(base * (1 + m * g_eff) * (1 + w * u), low), high)
+    def s_eff(s, f):
+        return max(s, lift) if f > tau else s
 
-    lifted = delta * s_ref * human.score
-    reference_g = np.mean([g(max(s, x)) for s, x in zip(human.engagement, lifted, strict=True)])
+    def quoted_up(s, f):
+        return f > tau and lift > s and m > 0
+
+    def quote(base, markup, g_eff, u, product):
+        low, high = spec.p_low[product], spec.p_high[product]
+        return min(max(base * (1 + markup * g_eff) * (1 + w * u), low), high)
+
+    pairs = zip(human.engagement, human.score, strict=True)
+    reference_g = np.mean([g(s_eff(s, f)) for s, f in pairs])
     totals = dict.fromkeys(STEP_COLUMNS, 0.0)
     demand = np.zeros(spec.n_products)
     for n in range(draws.z.size):
         product = draws.product[n]
-        base = spec.anchor[product] * level
         anchor, low = spec.anchor[product], spec.p_low[product]
+        base = anchor * level
         floor = max(low, base * (1 - w))
         if draws.u_agent[n] < alpha:
             v = anchor * (spec.mu_agent + spec.sigma_agent * draws.z[n])
@@ -43,8 +52,8 @@ def brute_force_totals(spec, action, draws, alpha, k, decoys=None):
                 c = draws.agent_chain[n, j]
                 s = agent.engagement[c]
                 f = agent.score[c] if decoys is None else decoys[1][n, j]
-                quoted = quote(base, g(max(s, delta * f * s_ref)), draws.agent_noise[n, j], product)
-                sessions.append((quoted, s, f, delta * f * s_ref > s, agent.weight[c]))
+                quoted = quote(base, m, g(s_eff(s, f)), draws.agent_noise[n, j], product)
+                sessions.append((quoted, s, f, quoted_up(s, f), agent.weight[c]))
             price, s_best = min(sessions)[:2]  # the first lowest quote
             bought = v >= price
             totals["agents"] += 1
@@ -64,23 +73,27 @@ def brute_force_totals(spec, action, draws, alpha, k, decoys=None):
             c = draws.human_chain[n]
             s = human.engagement[c]
             f = human.score[c] if decoys is None else decoys[0][n]
-            price = quote(base, g(max(s, delta * f * s_ref)), draws.human_noise[n], product)
-            undefended = quote(base, g(s), draws.human_noise[n], product)
+            u = draws.human_noise[n]
+            price = quote(base, m, g(s_eff(s, f)), u, product)
+            ref_price = quote(anchor * ref_level, ref_m, g(s), u, product)
             totals["sessions"] += 1
             totals["score_sum"] += f
-            totals["human_flagged"] += delta * f * s_ref > s
+            totals["human_flagged"] += quoted_up(s, f)
+            totals["human_quoted_up"] += price > ref_price
             demand[product] += human.weight[c]
-            if v >= undefended:
-                totals["human_spend_undefended"] += undefended
+            if v >= ref_price:
+                totals["human_spend_reference"] += ref_price
+                totals["human_surplus_reference"] += v - ref_price
                 if v < price:
                     totals["human_lost"] += 1
-                    totals["human_lost_spend"] += undefended
+                    totals["human_lost_spend"] += ref_price
             if v >= price:
                 totals["revenue"] += price
                 totals["profit"] += price - low
                 totals["human_purchases"] += 1
                 totals["human_premium"] += price - floor
-                totals["human_overpay"] += price - undefended
+                totals["human_overpay"] += price - ref_price
+                totals["human_surplus"] += v - price
                 totals["low_engagement_purchases"] += s < s0
     return np.concatenate([[totals[name] for name in STEP_COLUMNS], demand])
 

@@ -14,7 +14,7 @@ from phantom_assets.market import (
     engine_of,
     simulate_step,
 )
-from phantom_assets.market.engine import agent_session_share, decoy_scores
+from phantom_assets.market.draws import agent_session_share, decoy_scores, engagement_strata
 from phantom_assets.market.quoting import expected_min_quote
 from tests.unit.market.oracles import brute_force_totals
 
@@ -32,10 +32,20 @@ def draws_for(spec, seed: int, k_max: int = 16):
     return draw_step(rng, N, spec.product_cdf, k_max, (human.size, agent.size))
 
 
-def step(engine, spec, action, draws, alphas, ks, decoys=None):
+def step(engine, spec, action, draws, alphas, ks, decoys=None, reference=None):
     values = spec.action_values(action)
     return simulate_step(engine, values, draws, np.asarray(alphas, dtype=float),
-                         np.asarray(ks), decoys)  # fmt: skip
+                         np.asarray(ks), decoys, reference)  # fmt: skip
+
+
+def decoys_for(spec, draws, share, seed=9):
+    human, agent = spec.banks
+    engagement = (human.engagement[draws.human_chain], agent.engagement[draws.agent_chain])
+    return decoy_scores(np.random.default_rng(seed), engage_strata(spec), share, engagement)
+
+
+def engage_strata(spec):
+    return engagement_strata(spec.banks)
 
 
 def test_a_candidate_among_many_equals_the_same_candidate_alone(engine, spec):
@@ -57,15 +67,15 @@ def test_totals_match_a_per_shopper_oracle(engine, spec, level, markup, strength
     column, at δ > 0 (harm and flags) and δ = 0, with the fitted and the permuted detector."""
     draws = draws_for(spec, 1)
     action, alpha, k = spec.action_index(level, markup, strength), 0.4, 5
-    decoys = None
-    if detector == "permuted":
-        decoys = decoy_scores(np.random.default_rng(9), spec.banks, 0.6, (N, 17))
-    result = step(engine, spec, action, draws, [alpha], [k], decoys)[0]
-    expected = brute_force_totals(spec, action, draws, alpha, k, decoys)
+    decoys = decoys_for(spec, draws, 0.6) if detector == "permuted" else None
+    reference = spec.action_values(spec.undefended_action)[:2]
+    result = step(engine, spec, action, draws, [alpha], [k], decoys, reference)[0]
+    expected = brute_force_totals(spec, action, draws, alpha, k, decoys, reference)
     np.testing.assert_allclose(result, expected, rtol=1e-11, atol=1e-9)
     assert result[COLUMN["agents"]] > 0 and result[COLUMN["human_purchases"]] > 0
-    if spec.action_values(action)[2] > 0:
-        assert result[COLUMN["human_flagged"]] > 0 and result[COLUMN["agent_flagged"]] > 0
+    _, m, delta = spec.action_values(action)
+    # Agents are quoted up when the rule can move a quote (δ > 0 and m > 0), never otherwise.
+    assert (result[COLUMN["agent_flagged"]] > 0) == (delta > 0 and m > 0)
 
 
 def test_malformed_candidates_are_rejected_before_the_compiled_step(engine, spec):
@@ -98,14 +108,41 @@ def test_actions_on_the_same_draws_differ_only_through_quotes(engine, spec):
     assert low[COLUMN["human_purchases"]] >= high[COLUMN["human_purchases"]]
 
 
-def test_decoy_scores_have_the_mix_law_and_no_session_information(spec):
+def test_decoy_scores_have_the_mix_law_within_each_engagement_stratum(spec):
     human, agent = spec.banks
     share = agent_session_share(0.5, 8)
+    strata = engage_strata(spec)
     rng = np.random.default_rng(0)
-    human_f, agent_f = decoy_scores(rng, spec.banks, share, (20_000, 9))
-    expected = share * agent.score.mean() + (1 - share) * human.score.mean()
-    assert human_f.mean() == pytest.approx(expected, abs=0.01)
-    assert agent_f.mean() == pytest.approx(expected, abs=0.01)
+    chains = rng.integers(0, agent.size, (20_000, 8))
+    engagement = (human.engagement[rng.integers(0, human.size, 20_000)], agent.engagement[chains])
+    human_f, agent_f = decoy_scores(rng, strata, share, engagement)
+    stratum = strata.stratum(agent.engagement[chains])
+    busiest = np.bincount(stratum.ravel()).argmax()
+    in_human, in_agent = (strata.stratum(b.engagement) == busiest for b in (human, agent))
+    expected = (share * agent.score[in_agent].mean() + (1 - share) * human.score[in_human].mean()
+                if in_human.any() else agent.score[in_agent].mean())  # fmt: skip
+    assert agent_f[stratum == busiest].mean() == pytest.approx(expected, abs=0.02)
+    assert human_f.shape == (20_000,) and agent_f.shape == (20_000, 8)
+
+
+def test_a_class_blind_rule_of_engagement_is_unchanged_by_the_ablation(make_spec):
+    """DESIGN §5 v3: f = 1 iff s < s_t says nothing beyond engagement, so its decoy is itself
+    and its detector value is exactly 0 (a rule that detects nothing earns nothing)."""
+    spec = make_spec()
+    human, agent = spec.banks
+    s_t = np.median(np.concatenate([human.engagement, agent.engagement]))
+    blind = make_spec(
+        human_score=(human.engagement < s_t).astype(float),
+        agent_score=(agent.engagement < s_t).astype(float),
+        detector_threshold=0.5,
+    )
+    draws = draws_for(blind, 4)
+    decoys = decoys_for(blind, draws, 0.7)
+    own = (blind.human_score[draws.human_chain], blind.agent_score[draws.agent_chain])
+    if engage_strata(blind).edges.size + 1 > 20:  # deciles: a rule inside a decile can move
+        pytest.skip("this bank's engagement has more than 20 values")
+    np.testing.assert_array_equal(decoys[0], own[0])
+    np.testing.assert_array_equal(decoys[1], own[1])
 
 
 @pytest.mark.parametrize(("alpha", "k", "share"), [(0.0, 8, 0.0), (1.0, 3, 1.0), (0.5, 1, 0.5),
@@ -141,7 +178,7 @@ def test_the_compiled_step_takes_no_project_class_as_an_argument_type(engine, sp
 
     from phantom_assets.market.engine import _step_totals
 
-    decoys = decoy_scores(np.random.default_rng(0), spec.banks, 0.5, (N, 17))
+    decoys = decoys_for(spec, draws_for(spec, 0), 0.5)
     for mode in (None, decoys):
         step(engine, spec, 40, draws_for(spec, 0), [0.5], [8], mode)
     assert _step_totals.signatures

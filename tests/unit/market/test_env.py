@@ -136,13 +136,28 @@ def test_the_detector_raises_agents_quotes_more_than_humans(spec):
     assert agent_rate > human_rate + 0.1
 
 
-def test_human_harm_is_zero_without_the_detector_and_positive_with_it(spec):
+def test_human_harm_is_zero_without_the_detector_and_positive_with_it(make_spec):
+    # A loose threshold flags many humans, so a defended action harms them.
+    spec = make_spec(detector_threshold=0.3)
     off = rollout(PricingMarketEnv(spec, 0.0), 2, 50, spec.action_index(2, 1, 0))[2]
     on = rollout(PricingMarketEnv(spec, 0.0), 2, 50, spec.action_index(2, 1, 2))[2]
     assert totals(off, "human_overpay") == totals(off, "human_lost") == 0.0
+    assert totals(off, "human_quoted_up") == 0.0
     assert totals(on, "human_overpay") > 0 and totals(on, "human_flagged") > 0
-    assert totals(on, "human_spend_undefended") == pytest.approx(
-        totals(off, "human_spend_undefended"))  # fmt: skip
+    assert totals(on, "human_quoted_up") == totals(on, "human_flagged")
+    assert totals(on, "human_surplus") < totals(on, "human_surplus_reference")
+    assert totals(on, "human_spend_reference") == pytest.approx(
+        totals(off, "human_spend_reference"))  # fmt: skip
+
+
+def test_human_harm_is_measured_against_the_reference_response(spec):
+    # The reference is the dearest undefended level: a cheaper action overpays negatively.
+    cheap = spec.action_index(0, 1, 0)
+    reference = spec.action_index(len(spec.base_levels) - 1, 1, 0)
+    env = PricingMarketEnv(spec, 0.0, reference_action=reference)
+    infos = rollout(env, 2, 20, cheap)[2]
+    assert totals(infos, "human_overpay") < 0 and totals(infos, "human_lost") == 0.0
+    assert totals(infos, "human_surplus") > totals(infos, "human_surplus_reference")
 
 
 def test_agents_pay_less_as_k_grows(spec):

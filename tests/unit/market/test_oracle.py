@@ -34,13 +34,15 @@ def test_fixed_action_profit_equals_the_env_episode_profit_of_that_constant_acti
 
 
 def test_oracle_finds_the_planted_best_action_when_everybody_buys(make_spec):
-    # Valuations far above every quote: profit rises with the quote, so the dearest action wins.
+    # Valuations far above every quote: profit rises with the quote, so the dearest level and
+    # markup win; among agents (α = 1, flagged) also the strongest detector. (Among humans the
+    # detector flags almost no one: its δ changes next to nothing there.)
     spec = make_spec(mu_human=1_000.0, mu_agent=1_000.0)
     table = market_oracle(spec, [0.0, 1.0], [2], SEEDS, steps=STEPS)
     levels, markups, detectors = spec.action_shape
-    assert (
-        table["action"].to_list() == [spec.action_index(levels - 1, markups - 1, detectors - 1)] * 2
-    )
+    parts = [spec.action_parts(a) for a in table["action"]]
+    assert [p[:2] for p in parts] == [(levels - 1, markups - 1)] * 2
+    assert parts[1][2] == detectors - 1
     assert table["level"].to_list() == [max(spec.base_levels)] * 2
 
 

@@ -1,9 +1,9 @@
 """Learning happens (DESIGN §5, policy tiers), tier by tier: on the small demo market at α = 0.5,
 each learnable tier's greedy policy comes within its tolerance of the best fixed action (the
-oracle over the same episode seeds: common random numbers) AND halves the regret of the same tier
-untrained (same seed, one training step). The second comparison is what makes the test able to
-fail: a third of the 45 fixed actions are within 10% of the best, so an untrained network can
-pass a loose regret bound by chance; it cannot halve its own regret.
+oracle over the same episode seeds: common random numbers) AND halves the mean regret of the same
+tier untrained (one training step, 5 initialisations). The second comparison is what makes the
+test able to fail: many fixed actions are near the best, so one untrained network can pass a
+loose regret bound by chance (or even play the best action); 5 cannot halve their mean regret.
 
 The budgets are a fraction of the demo's on a smaller market (16-step episodes, 500-chain banks);
 the seeds are fixed, so each case is deterministic.
@@ -35,11 +35,14 @@ def fixed_action_profits(spec: MarketSpec) -> np.ndarray:
                      for a in range(spec.n_actions)])  # fmt: skip
 
 
-def regret(spec: MarketSpec, tier: str, timesteps: int) -> float:
+UNTRAINED_SEEDS = range(5)
+
+
+def regret(spec: MarketSpec, tier: str, timesteps: int, seed: int = 0) -> float:
     """1 − the tier's mean episode profit / the best fixed action's, after `timesteps` steps."""
     params = TrainingParams(timesteps=timesteps, budget_multipliers={}, net_arch=(32,),
                             dqn_learning_starts=min(500, timesteps))  # fmt: skip
-    policy = train_policy(tier, "baseline", spec, ALPHA, params, seed=0).policy
+    policy = train_policy(tier, "baseline", spec, ALPHA, params, seed=seed).policy
     return (
         1.0 - episode_profits(policy, spec, ALPHA, SEEDS).mean() / fixed_action_profits(spec).max()
     )
@@ -47,7 +50,8 @@ def regret(spec: MarketSpec, tier: str, timesteps: int) -> float:
 
 @pytest.mark.parametrize("tier", list(BUDGETS))
 def test_each_tier_learns_near_the_best_fixed_action_and_halves_its_untrained_regret(spec, tier):
-    untrained, trained = regret(spec, tier, 1), regret(spec, tier, BUDGETS[tier])
+    untrained = float(np.mean([regret(spec, tier, 1, seed) for seed in UNTRAINED_SEEDS]))
+    trained = regret(spec, tier, BUDGETS[tier])
     assert untrained > MIN_UNTRAINED_REGRET, (tier, untrained)
     assert trained <= min(MAX_REGRET, untrained / 2), (tier, trained, untrained)
 

@@ -15,7 +15,7 @@ from phantom_assets.assets.metadata import (
     settings_fields,
     with_settings,
 )
-from phantom_assets.assets.partitions import BY_STORE, GridPartitions, store_partitions
+from phantom_assets.assets.partitions import BY_STORE, GridPartitions, policy_grid, store_partitions
 from phantom_assets.assets.resources import StorageResource
 from phantom_assets.audit import (
     ArtifactRecord,
@@ -61,6 +61,17 @@ def certification_report(
     train_alpha = settings.agents.train_alphas[0]
     baseline = policy_key("tuned", None, train_alpha)
     static = policy_key("static", None, train_alpha)
+    grid = policy_grid(settings)
+    stress = stress.filter(pl.col("policy").is_in(grid))  # partitions of another grid stay out
+    missing = sorted(set(grid) - set(stress["policy"].unique()))
+    if baseline in missing or static in missing:
+        raise dg.Failure(f"{store}: no stress evaluations of the references "
+                         f"{[p for p in (baseline, static) if p in missing]}: materialize "
+                         f"policy_evaluations for them")  # fmt: skip
+    # A candidate the grid configures but that was never evaluated (or failed) could have won:
+    # certifying without it would certify the best of an incomplete grid.
+    incomplete = [f"policy_evaluations [{store}|{p}]: missing (never materialized or failed)"
+                  for p in missing]  # fmt: skip
     cfg = settings.evaluation
     tested = select_candidates(stress, baseline, [static], cfg.max_human_harm,
                                cfg.gate_candidates, STRESS_METRIC)  # fmt: skip
@@ -71,8 +82,10 @@ def certification_report(
         lineage[policy] = collect_lineage(
             context.instance, asset_graph, dg.AssetKey("policy_evaluations"), key
         )
-    failed = {policy: failed_blocking_checks(_records(lineage, (policy, *references)))
-              for policy in tested["policy"]}  # fmt: skip
+    failed = {
+        policy: [*incomplete, *failed_blocking_checks(_records(lineage, (policy, *references)))]
+        for policy in tested["policy"]
+    }
     decision = promotion_gate(stress, baseline=baseline, static=static, failed_checks=failed,
                               rng=np.random.default_rng(GATE_SEED),
                               max_human_harm=cfg.max_human_harm, metric=STRESS_METRIC,
@@ -90,7 +103,9 @@ def certification_report(
     report = CertificationReport(
         store=store, policy=decision.candidate, certified=decision.certified,
         reasons=decision.reasons, records=tuple(records),
-        gate={**decision.to_dict(), "assumptions": assumptions},
+        gate={**decision.to_dict(), "assumptions": assumptions,
+              "candidate_set": [p for p in grid if p not in references],
+              "missing_evaluations": missing},
         config=settings.as_dict(),
         seeds={"gate": GATE_SEED, "selection": list(decision.selection_seeds),
                "test": list(decision.test_seeds)},
@@ -112,11 +127,14 @@ def certification_report(
             "static": static,
             "reasons": dg.MetadataValue.md("\n".join(f"- {r}" for r in decision.reasons)),
             "n_lineage_records": len(records),
+            "missing_evaluations": str(missing),
             "n_pairs": decision.n_pairs,
             "selection_seeds": str(list(decision.selection_seeds)),
             "test_seeds": str(list(decision.test_seeds)),
-            **{name: test.describe() if test else "undefined"
-               for name, test in zip(TEST_NAMES, decision.tests, strict=True)},
+            **{
+                name: test.describe() if test else "undefined"
+                for name, test in zip(TEST_NAMES, decision.tests, strict=True)
+            },
             "p_value": decision.p_value,
             "method": decision.method,
             "decision_holds_on_sensitivity_grid": str(
@@ -138,8 +156,11 @@ def build_audit_assets(settings: Settings, grids: GridPartitions) -> list[dg.Ass
     training α that names the baseline and the static engine)."""
     asset = dg.asset(
         partitions_def=store_partitions,
-        deps=[dg.AssetDep("policy_evaluations", partition_mapping=BY_STORE), "benchmark_curves",
-              "market_sensitivity"],
+        deps=[
+            dg.AssetDep("policy_evaluations", partition_mapping=BY_STORE),
+            "benchmark_curves",
+            "market_sensitivity",
+        ],
         group_name="audit",
         kinds={"python", "json"},
         code_version=with_settings(

@@ -7,7 +7,13 @@ import dagster as dg
 from orchestration.jobs import ingest_job
 from phantom_assets.assets.partitions import BATCH_PARTITIONS_NAME, batch_partitions
 from phantom_assets.assets.resources import StorageResource
-from phantom_assets.batches import BatchRegistry, candidate_files, file_signatures, settled_files
+from phantom_assets.batches import (
+    BatchRegistry,
+    candidate_files,
+    file_signatures,
+    is_demo_file,
+    settled_files,
+)
 
 DROP_ZONE_INTERVAL_S = 30
 
@@ -29,7 +35,7 @@ def incoming_files_sensor(context: dg.SensorEvaluationContext, storage: StorageR
     known = set(context.instance.get_dynamic_partitions(BATCH_PARTITIONS_NAME))
     new_keys: list[str] = []
     for path in settled_files(current, previous):
-        record, _ = registry.register(path)
+        record, _ = registry.register(path, demo=is_demo_file(path, settings.incoming_dir))
         if record.key not in known and record.key not in new_keys:
             new_keys.append(record.key)
     return dg.SensorResult(

@@ -5,6 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 export PHANTOM_DATA_DIR ?= $(CURDIR)/data
+UI_PORT ?= 3000
 # dbt: no anonymous usage pings (no network here), quiet version checks.
 export DBT_SEND_ANONYMOUS_USAGE_STATS := false
 export DO_NOT_TRACK := 1
@@ -46,9 +47,10 @@ run: setup
 test: setup $(BIN)/.installed-dev
 	$(BIN)/python -m pytest
 
-## ui: the Dagster UI on http://127.0.0.1:3000
+## ui: the Dagster UI on http://127.0.0.1:3000 (UI_PORT=...); Ctrl-C or SIGTERM stops every
+## process of it within seconds (orchestration/devserver.py says why that needs a wrapper)
 ui: setup
-	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+	$(BIN)/python -m orchestration.devserver $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p $(UI_PORT)
 
 lint: setup $(BIN)/.installed-dev
 	$(BIN)/ruff check phantom_assets orchestration tests

@@ -4,7 +4,6 @@ that ignore signals."""
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -13,25 +12,19 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-import requests
 from dagster_graphql import DagsterGraphQLClient, DagsterGraphQLClientError
 
 from orchestration.devserver import STOP_WITHIN_S
 from orchestration.runner import run_pipeline
 from phantom_assets.config import Settings
 from phantom_assets.simulate import simulate_to_incoming
+from tests.integration.test_dagster_dev import _free_port, _wait_for_server
 from tests.pipeline_helpers import REPO_ROOT, simulation_params
 
 pytestmark = pytest.mark.integration
 
 STARTUP_TIMEOUT_S = 240  # the code location parses the dbt project; slow on a busy machine
 STOP_LIMIT_S = 10.0
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _alive(pid: int) -> bool:
@@ -75,19 +68,6 @@ def _kill_left(pids: set[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def _wait_for_ui(make: subprocess.Popen, port: int, log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while True:
-        assert make.poll() is None, log.read_text()[-3000:]
-        assert time.monotonic() < deadline, "the UI did not answer in time"
-        try:
-            if requests.get(f"http://127.0.0.1:{port}/server_info", timeout=2).ok:
-                return
-        except requests.RequestException:
-            pass
-        time.sleep(1)
-
-
 def _start_warehouse_run(port: int) -> str:
     """Launch `warehouse_job` (a dbt build: tens of seconds) and wait until it runs."""
     client = DagsterGraphQLClient("127.0.0.1", port_number=port)
@@ -123,13 +103,12 @@ def test_sigterm_to_make_ui_ends_every_process_within_10_seconds_even_with_a_run
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
     # As a terminal starts it (its own session); `-o setup`: this environment is set up already.
     command = ["make", "-o", "setup", "ui", f"UI_PORT={port}", f"VENV={sys.prefix}"]
-    log_path = tmp_path / "make_ui.log"
-    log = log_path.open("w")
+    log = (tmp_path / "make_ui.log").open("w")
     make = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     pids: set[int] = set()
     try:
-        _wait_for_ui(make, port, log_path)
+        _wait_for_server(f"http://127.0.0.1:{port}", make, time.monotonic() + STARTUP_TIMEOUT_S)
         run_id = _start_warehouse_run(port)
         pids = _descendants(make.pid)
         names = {pid: Path(f"/proc/{pid}/cmdline").read_bytes() for pid in pids}

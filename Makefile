@@ -14,7 +14,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 DBT_SOURCES := $(shell find dbt_project -path dbt_project/target -prune -o \( -name '*.sql' -o -name '*.yml' \) -print 2>/dev/null)
 
-.PHONY: setup run test ui lint bench scale-demo
+.PHONY: setup run test ui lint bench scale-demo scale-demo-packages
 .DEFAULT_GOAL := run
 
 $(BIN)/.installed: requirements.txt requirements.lock pyproject.toml
@@ -61,5 +61,10 @@ bench: setup
 	$(BIN)/phantom bench env
 
 ## scale-demo: Redis + Postgres + two Celery workers in a temp dir, a training slice on them, teardown
-scale-demo: setup
+## (logs kept in $(PHANTOM_DATA_DIR)/logs/scale-demo-<time>/). Checks its system packages first.
+scale-demo: scale-demo-packages setup
 	$(BIN)/python -m orchestration.scale_out.demo
+
+scale-demo-packages:
+	@command -v redis-server >/dev/null && { command -v pg_ctl >/dev/null || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; } \
+	  || { echo "make scale-demo needs redis-server and postgresql: apt-get install redis-server postgresql (Debian/Ubuntu)" >&2; exit 2; }

@@ -186,10 +186,11 @@ def allowed_stores(settings: Settings) -> tuple[str, ...]:
     return (*STORES, LEGACY_STORE) if settings.accept_legacy_store else STORES
 
 
-def _mixing_problem(
-    settings: Settings, records: list[BatchRecord], files: list[Path]
-) -> str | None:
-    """A message when the demo's batches and the user's own data would be analysed together."""
+def mixing_problem(settings: Settings) -> str | None:
+    """A message when the demo's batches and the user's own data would be analysed together
+    (`phantom run` stops, the drop-zone sensor skips its tick)."""
+    records = BatchRegistry(settings.lake_dir).records()
+    files = candidate_files(settings.incoming_dir)
     registered = {r.path for r in records}
     incoming = settings.incoming_dir
     demo = [r for r in records if r.demo] + [
@@ -247,7 +248,7 @@ def preflight(settings: Settings) -> tuple[list[str], list[str]]:
     registered = {r.path for r in records}
     new_files = [f for f in files if str(f.resolve()) not in registered]
     errors, notes = _store_problems(settings, new_files)
-    mixing = _mixing_problem(settings, records, files)
+    mixing = mixing_problem(settings)
     errors += [mixing] if mixing else []
     notes += [
         f"batch {r.key}: its file {r.path} is gone from the drop zone; the batch is still "

@@ -5,6 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 export PHANTOM_DATA_DIR ?= $(CURDIR)/data
+UI_PORT ?= 3000
 # dbt: no anonymous usage pings (no network here), quiet version checks.
 export DBT_SEND_ANONYMOUS_USAGE_STATS := false
 export DO_NOT_TRACK := 1
@@ -13,7 +14,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 DBT_SOURCES := $(shell find dbt_project -path dbt_project/target -prune -o \( -name '*.sql' -o -name '*.yml' \) -print 2>/dev/null)
 
-.PHONY: setup run test test-all ui lint bench scale-demo
+.PHONY: setup run test test-all ui lint bench scale-demo scale-demo-packages
 .DEFAULT_GOAL := run
 
 $(BIN)/.installed: requirements.txt requirements.lock pyproject.toml
@@ -54,9 +55,10 @@ test: setup $(BIN)/.installed-dev
 test-all: setup $(BIN)/.installed-dev
 	$(PYTEST)
 
-## ui: the Dagster UI on http://127.0.0.1:3000
+## ui: the Dagster UI on http://127.0.0.1:3000 (UI_PORT=...); Ctrl-C or SIGTERM stops every
+## process of it within seconds (orchestration/devserver.py says why that needs a wrapper)
 ui: setup
-	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+	$(BIN)/python -m orchestration.devserver $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p $(UI_PORT)
 
 lint: setup $(BIN)/.installed-dev
 	$(BIN)/ruff check phantom_assets orchestration tests
@@ -67,5 +69,10 @@ bench: setup
 	$(BIN)/phantom bench env
 
 ## scale-demo: Redis + Postgres + two Celery workers in a temp dir, a training slice on them, teardown
-scale-demo: setup
+## (logs kept in $(PHANTOM_DATA_DIR)/logs/scale-demo-<time>/). Checks its system packages first.
+scale-demo: scale-demo-packages setup
 	$(BIN)/python -m orchestration.scale_out.demo
+
+scale-demo-packages:
+	@command -v redis-server >/dev/null && { command -v pg_ctl >/dev/null || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; } \
+	  || { echo "make scale-demo needs redis-server and postgresql: apt-get install redis-server postgresql (Debian/Ubuntu)" >&2; exit 2; }

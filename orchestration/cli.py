@@ -1,4 +1,4 @@
-"""`phantom` command line: simulate, run, publish, audit, bench (DESIGN §12).
+"""`phantom` command line: simulate, run, summary, batches, publish, audit, bench (DESIGN §12).
 
 All commands honour PHANTOM_DATA_DIR / PHANTOM_PROFILE / PHANTOM_CONFIG and DAGSTER_HOME.
 """
@@ -102,20 +102,96 @@ def _run(
     return (1 if report.failed or report.skipped else 0), settings
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from orchestration.resources import settings_from_env
-    from orchestration.summary import render_summary
-    from phantom_assets.batches import candidate_files
+def _check_selection(settings: Settings, selection: str) -> None:
+    """Raise `SelectionError` for a selection that names no asset (before anything is written)."""
+    from orchestration.definitions import build_definitions
+    from orchestration.planning import plan_stages
+
+    plan_stages(build_definitions(settings), selection)
+
+
+def _prepare_data_root(settings: Settings, selection: str | None) -> int:
+    """Simulate the demo into an empty data root; stop (2) when the demo and the user's data
+    would be pooled or a new file has no row of a supported store."""
+    from orchestration.batches import is_empty_root, preflight
+    from orchestration.planning import SelectionError
+    from phantom_assets.batches import demo_dir
     from phantom_assets.simulate import simulate_to_incoming
 
-    settings = settings_from_env()
-    if not candidate_files(settings.incoming_dir):
-        written = simulate_to_incoming(_simulate_params(settings), settings.incoming_dir)
-        logger.info("incoming/ was empty: simulated a demo dataset (%d files)", len(written))
+    if is_empty_root(settings):
+        try:
+            if selection:  # a typo must not leave a simulated demo behind
+                _check_selection(settings, selection)
+        except SelectionError as error:
+            logger.error("%s", error)
+            return 2
+        folder = demo_dir(settings.incoming_dir)
+        written = simulate_to_incoming(_simulate_params(settings), folder)
+        logger.info("empty data root: simulated the demo into %s (%d files); your own exports go "
+                    "into %s (see `phantom batches`)", folder, len(written),
+                    settings.incoming_dir)  # fmt: skip
+    errors, notes = preflight(settings)
+    for note in notes:
+        logger.warning("%s", note)
+    for error in errors:
+        logger.error("%s", error)
+    return 2 if errors else 0
+
+
+def _print_summary(settings: Settings, as_json: bool) -> None:
+    from orchestration.summary import collect_summary, render_summary
+
+    summary = collect_summary(settings)
+    if as_json:
+        sys.stdout.write(json.dumps(summary, allow_nan=False, default=str) + "\n")
+    else:
+        sys.stdout.write(render_summary(settings, summary) + "\n")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from orchestration.resources import settings_from_env
+
+    if code := _prepare_data_root(settings_from_env(), args.select):
+        return code
     code, settings = _run(args, args.select)
     if code != 2:
-        sys.stdout.write(render_summary(settings) + "\n")
+        _print_summary(settings, args.json)
     return code
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    from orchestration.resources import settings_from_env
+
+    _print_summary(settings_from_env(), args.json)
+    return 0
+
+
+def cmd_batches(args: argparse.Namespace) -> int:
+    import dagster as dg
+
+    from orchestration.batches import batch_infos, drop_batch, render_batches, reset_batches
+    from orchestration.resources import settings_from_env
+
+    settings = settings_from_env()
+    if args.action == "list":
+        infos = batch_infos(settings)
+        if args.json:
+            sys.stdout.write(json.dumps([i.to_json() for i in infos]) + "\n")
+        else:
+            sys.stdout.write(render_batches(infos, settings.data_dir) + "\n")
+        return 0
+    with dg.DagsterInstance.from_config(str(_ensure_dagster_home())) as instance:
+        try:
+            if args.action == "drop":
+                done = [line for key in args.keys for line in drop_batch(settings, instance, key)]
+            else:
+                done = reset_batches(settings, instance, demo_only=args.demo)
+        except KeyError as error:
+            logger.error("%s", error.args[0])
+            return 2
+    for line in done:
+        logger.info("%s", line)
+    return 0
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -224,10 +300,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     simulate.set_defaults(func=cmd_simulate)
 
-    run = sub.add_parser("run", help="register incoming files and materialize the graph")
+    run = sub.add_parser(
+        "run",
+        help="register incoming files and materialize the graph (an empty data root gets the "
+        "demo, simulated into incoming/demo/)",
+    )
     run.add_argument("--select", help="Dagster asset selection, e.g. '*labeled_sessions'")
+    run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     _add_execution_options(run)
     run.set_defaults(func=cmd_run)
+
+    summary = sub.add_parser("summary", help="the end-of-run summary of the data root, again")
+    summary.add_argument("--json", action="store_true", help="one JSON object, for machines")
+    summary.set_defaults(func=cmd_summary)
+
+    batches = sub.add_parser("batches", help="list, drop or reset the registered batches")
+    actions = batches.add_subparsers(dest="action", required=True)
+    listing = actions.add_parser(
+        "list", help="key, demo or own, source file, stores, rows, quarantined, registered"
+    )
+    listing.add_argument("--json", action="store_true", help="one JSON array")
+    drop = actions.add_parser(
+        "drop",
+        help="remove batches everywhere (lake partitions, registry, partition key); your file "
+        "moves to <data>/dropped/, a demo file is deleted; the next run rebuilds without them",
+    )
+    drop.add_argument("keys", nargs="+", metavar="KEY")
+    reset = actions.add_parser("reset", help="drop every batch (your files move to dropped/)")
+    reset.add_argument("--demo", action="store_true", help="only the demo's batches and files")
+    batches.set_defaults(func=cmd_batches)
 
     publish = sub.add_parser(
         "publish", help="stage the dataset and commit it to a (private) Hub dataset repo"

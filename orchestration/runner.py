@@ -23,6 +23,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ from orchestration.workers import (
     run_log_path,
 )
 from phantom_assets.assets.partitions import BATCH_PARTITIONS_NAME
-from phantom_assets.batches import BatchRegistry, candidate_files
+from phantom_assets.batches import BatchRegistry, candidate_files, is_demo_file
 from phantom_assets.config import Settings
 from phantom_assets.storage import remove_stale_temp_files
 
@@ -107,8 +108,10 @@ def register_batches(
     """Register every data file in the drop zone; add new keys to the `batch` partitions."""
     registry = BatchRegistry(settings.lake_dir)
     keys, new = [], []
-    for path in candidate_files(settings.incoming_dir):
-        record, is_new = registry.register(path)
+    now, incoming = datetime.now(UTC), settings.incoming_dir
+    for path in candidate_files(incoming):
+        demo = is_demo_file(path, incoming)
+        record, is_new = registry.register(path, demo=demo, registered_at=now)
         keys.append(record.key)
         if is_new:
             new.append(record.key)

@@ -4,10 +4,17 @@ import json
 
 import dagster as dg
 
+from orchestration.batches import mixing_problem
 from orchestration.jobs import INGEST_JOB
 from phantom_assets.assets.partitions import BATCH_PARTITIONS_NAME, batch_partitions
 from phantom_assets.assets.resources import StorageResource
-from phantom_assets.batches import BatchRegistry, candidate_files, file_signatures, settled_files
+from phantom_assets.batches import (
+    BatchRegistry,
+    candidate_files,
+    file_signatures,
+    is_demo_file,
+    settled_files,
+)
 
 DROP_ZONE_INTERVAL_S = 30
 
@@ -18,18 +25,23 @@ DROP_ZONE_INTERVAL_S = 30
     default_status=dg.DefaultSensorStatus.STOPPED,
     description="Registers each new, fully written file in data/incoming/ (by content hash) as a "
     "`batch` partition and requests one ingest run for it. A file that fails to parse fails its "
-    "one run and is not retried: its partition already exists.",
+    "one run and is not retried: its partition already exists. While the data root holds both "
+    "the demo and files of your own it registers nothing and says why (`phantom batches reset "
+    "--demo`).",
 )
 def incoming_files_sensor(context: dg.SensorEvaluationContext, storage: StorageResource):
     """Turn settled drop-zone files into new batch partitions plus one run each."""
     settings = storage.settings()
+    problem = mixing_problem(settings)
+    if problem:  # as `phantom run` does: never pool the demo with a user's own files
+        return dg.SensorResult(skip_reason=problem, cursor=context.cursor)
     current = file_signatures(candidate_files(settings.incoming_dir))
     previous = json.loads(context.cursor) if context.cursor else {}
     registry = BatchRegistry(settings.lake_dir)
     known = set(context.instance.get_dynamic_partitions(BATCH_PARTITIONS_NAME))
     new_keys: list[str] = []
     for path in settled_files(current, previous):
-        record, _ = registry.register(path)
+        record, _ = registry.register(path, demo=is_demo_file(path, settings.incoming_dir))
         if record.key not in known and record.key not in new_keys:
             new_keys.append(record.key)
     return dg.SensorResult(

@@ -1,11 +1,38 @@
-"""The end-of-run summary `phantom run` prints: sessions per store and class, quarantine reasons."""
+"""The end-of-run summary: batches used, sessions, quarantine, then one block per store with the
+headline results and their CIs, read back from the files the assets wrote.
+
+`collect_summary` returns one JSON-ready dict (`phantom run --json`, `phantom summary --json`);
+`render_summary` prints the same for people. Every store section is read defensively: a stage
+that did not run leaves its section `None` ("not built"), a field added later is ignored, a field
+removed later shows as missing rather than failing the summary.
+"""
 
 from __future__ import annotations
+
+import json
+import math
+import textwrap
+from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
 
+from orchestration.batches import used_batches
 from phantom_assets.config import Settings
+from phantom_assets.constants import STORES
+from phantom_assets.lake import (
+    EROSION_FILE,
+    EROSION_METRICS_FILE,
+    EROSION_PLOT_FILE,
+    REPORT_FILE,
+    REPORT_MD_FILE,
+    SUMMARY_FILE,
+)
+
+# Unreadable or half-written optional files make a section unavailable, never the summary fail.
+_READ_ERRORS = (OSError, ValueError, KeyError, TypeError, pl.exceptions.PolarsError)
+_CLASS_OF_METRIC = {"coi_h": "human", "coi_a": "agent", "coi": "all"}
 
 
 def session_counts(settings: Settings) -> pl.DataFrame:
@@ -20,7 +47,7 @@ def session_counts(settings: Settings) -> pl.DataFrame:
         if not {"sessions", "session_labels"} <= tables:
             return pl.DataFrame()
         return conn.execute(
-            "select s.store, l.actor, count(*) as n_sessions, sum(s.n_events) as n_events "
+            "select s.store, l.actor, count(*) as n_sessions, sum(s.n_events)::bigint as n_events "
             "from sessions s join session_labels l using (session_id) "
             "group by all order by all"
         ).pl()
@@ -42,23 +69,264 @@ def quarantine_counts(settings: Settings) -> pl.DataFrame:
     )
 
 
-def render_summary(settings: Settings) -> str:
-    """Plain-text summary for the terminal."""
-    lines = ["", "== PHANTOM summary ==", "sessions per store and class:"]
+def _number(value: Any) -> float | None:
+    """A finite float, or None (missing, null, NaN, not a number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _json(path: Path) -> dict[str, Any] | None:
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def separability(settings: Settings, store: str) -> dict[str, Any] | None:
+    """p-value and AUC with its CI from `separability_report`'s report.json."""
+    report = _json(settings.lake.separability_dir(store) / REPORT_FILE)
+    if report is None:
+        return None
+    keys = ("p_value", "p_method", "auc", "auc_ci_low", "auc_ci_high", "n_human", "n_agent",
+            "kernel_divergence", "kernel_divergence_p")  # fmt: skip
+    return {k: report.get(k) for k in keys}
+
+
+def _erosion_rows(folder: Path) -> pl.DataFrame | None:
+    """COI rows as `class, alpha, k, coi, ci_low, ci_high, n, detector` (contract file first,
+    the full metrics table as a fallback)."""
+    if (folder / EROSION_FILE).is_file():
+        return pl.read_parquet(folder / EROSION_FILE)
+    if (folder / EROSION_METRICS_FILE).is_file():
+        table = pl.read_parquet(folder / EROSION_METRICS_FILE)
+        return table.filter(pl.col("metric").is_in(list(_CLASS_OF_METRIC))).select(
+            pl.col("metric").replace_strict(_CLASS_OF_METRIC).alias("class"),
+            "alpha", "k", pl.col("mean").alias("coi"), "ci_low", "ci_high", "n", "detector",
+        )  # fmt: skip
+    return None
+
+
+def coi_erosion(settings: Settings, store: str) -> dict[str, Any] | None:
+    """COI_H (humans only, smallest α) and COI_A (agents only, largest α) per K with 95% CIs at
+    the undefended engine (smallest δ), and COI_A / COI_H at the nominal K."""
+    rows = _erosion_rows(settings.lake.erosion_dir(store))
+    if rows is None or rows.is_empty():
+        return None
+    if "detector" in rows.columns:
+        rows = rows.filter(pl.col("detector") == rows["detector"].min())
+
+    def by_k(cls: str, pick: str) -> dict[int, dict[str, Any]]:
+        part = rows.filter(pl.col("class") == cls)
+        if part.is_empty():
+            return {}
+        alpha = part["alpha"].min() if pick == "min" else part["alpha"].max()
+        part = part.filter(pl.col("alpha") == alpha).sort("k")
+        return {int(r["k"]): {"alpha": alpha, "mean": _number(r["coi"]),
+                              "ci_low": _number(r["ci_low"]), "ci_high": _number(r["ci_high"]),
+                              "n": r.get("n")} for r in part.iter_rows(named=True)}  # fmt: skip
+
+    human, agent = by_k("human", "min"), by_k("agent", "max")
+    nominal = settings.market.agent_sessions
+    h = human.get(nominal, {}).get("mean")
+    a = agent.get(nominal, {}).get("mean")
+    return {
+        "nominal_k": nominal,
+        "ratio_at_nominal_k": a / h if a is not None and h else None,
+        "by_k": [
+            {"k": k, "coi_h": human.get(k), "coi_a": agent.get(k)}
+            for k in sorted(set(human) | set(agent))
+        ],
+    }
+
+
+def observed_coi(settings: Settings, store: str) -> list[dict[str, Any]] | None:
+    """Per-class observed premium with its CI from `observed_coi.parquet`, if that asset ran.
+
+    The file's columns are matched loosely (`class`/`actor`; `premium`/`coi`/`mean`), so a later
+    schema with more columns still shows.
+    """
+    path = settings.lake.observed_coi_file(store)
+    if not path.is_file():
+        return None
+    table = pl.read_parquet(path)
+    cls = next((c for c in ("class", "actor") if c in table.columns), None)
+    value = next(
+        (c for c in ("premium", "coi", "observed_coi", "mean") if c in table.columns), None
+    )
+    if cls is None or value is None:
+        return [{"columns": table.columns}]
+    return [
+        {"class": r[cls], "mean": _number(r[value]), "ci_low": _number(r.get("ci_low")),
+         "ci_high": _number(r.get("ci_high")), "n": r.get("n")}
+        for r in table.iter_rows(named=True)
+    ]  # fmt: skip
+
+
+def certification(settings: Settings, store: str) -> dict[str, Any] | None:
+    """The certificate's verdict, candidate, baseline, reasons, p and CI, and human harm."""
+    report = _json(settings.lake.certification_report(store))
+    if report is None:
+        return None
+    gate = report.get("gate") or {}
+    harm = gate.get("human_harm") or {}
+    return {
+        "certified": report.get("certified"), "candidate": report.get("candidate",
+        report.get("policy")), "baseline": report.get("baseline"),
+        "reasons": list(report.get("reasons") or []), "p_value": report.get("p_value"),
+        "ci_low": report.get("ci_low"), "ci_high": report.get("ci_high"),
+        "n_pairs": report.get("n_pairs"), "method": report.get("method"),
+        "human_harm": {k: harm.get(k) for k in ("mean", "upper", "bound", "within", "n")}
+        if harm else None,
+    }  # fmt: skip
+
+
+def report_paths(settings: Settings, store: str) -> list[str]:
+    """The readable reports of a store that exist: certificate, separability, erosion, benchmark."""
+    lake = settings.lake
+    candidates = [
+        lake.certification_dir(store) / REPORT_MD_FILE,
+        lake.separability_dir(store) / REPORT_FILE,
+        lake.erosion_dir(store) / EROSION_PLOT_FILE,
+        lake.benchmark_dir(store) / SUMMARY_FILE,
+    ]
+    return [str(p) for p in candidates if p.is_file()]
+
+
+_SECTIONS = {
+    "separability": separability,
+    "coi_erosion": coi_erosion,
+    "observed_coi": observed_coi,
+    "certification": certification,
+}
+
+
+def store_summary(settings: Settings, store: str) -> dict[str, Any]:
+    """One store's headline results; a section that cannot be read is None with its error."""
+    summary: dict[str, Any] = {}
+    for name, read in _SECTIONS.items():
+        try:
+            summary[name] = read(settings, store)
+        except _READ_ERRORS as error:
+            summary[name] = None
+            summary.setdefault("unreadable", {})[name] = f"{type(error).__name__}: {error}"
+    summary["reports"] = report_paths(settings, store)
+    return summary
+
+
+def collect_summary(settings: Settings) -> dict[str, Any]:
+    """Everything the summary shows, as one JSON-ready dict."""
     sessions = session_counts(settings)
-    if sessions.height == 0:
+    quarantine = quarantine_counts(settings)
+    return {
+        "data_dir": str(settings.data_dir),
+        "profile": settings.profile,
+        "batches": [info.to_json() for info in used_batches(settings)],
+        "sessions": sessions.to_dicts(),
+        "quarantined": {r["reason"]: int(r["n_rows"]) for r in quarantine.iter_rows(named=True)},
+        "stores": {store: store_summary(settings, store) for store in STORES},
+        "paths": {
+            "lake": str(settings.lake_dir),
+            "warehouse": str(settings.warehouse_path),
+            "reports": str(settings.reports_dir),
+        },
+    }
+
+
+# --- text ------------------------------------------------------------------------------------
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    number = _number(value)
+    if number is None:
+        return "n/a" if value is None or isinstance(value, float) else str(value)
+    return f"{number:,.{digits}f}" if abs(number) < 1e6 else f"{number:,.0f}"
+
+
+def _ci(cell: dict[str, Any] | None, digits: int = 2) -> str:
+    if not cell:
+        return "-"
+    return (f"{_fmt(cell.get('mean'), digits)} [{_fmt(cell.get('ci_low'), digits)}, "
+            f"{_fmt(cell.get('ci_high'), digits)}]")  # fmt: skip
+
+
+def _separability_lines(sep: dict[str, Any]) -> list[str]:
+    return [
+        f"  separability   p = {_fmt(sep.get('p_value'), 4)} ({sep.get('p_method') or 'n/a'})",
+        f"                 AUC {_fmt(sep.get('auc'))} [{_fmt(sep.get('auc_ci_low'))}, "
+        f"{_fmt(sep.get('auc_ci_high'))}] (95% CI), {sep.get('n_human')} human / "
+        f"{sep.get('n_agent')} agent sessions",
+    ]
+
+
+def _erosion_lines(erosion: dict[str, Any]) -> list[str]:
+    lines = [
+        "  COI erosion    undefended engine, mean [95% CI] over episode seeds:",
+        f"    {'K':>3}  {'COI_H (humans, α min)':<28}COI_A (agents, α max)",
+    ]
+    for row in erosion["by_k"]:
+        lines.append(f"    {row['k']:>3}  {_ci(row['coi_h']):<28}{_ci(row['coi_a'])}")
+    ratio = erosion.get("ratio_at_nominal_k")
+    lines.append(f"    COI_A / COI_H at nominal K = {erosion['nominal_k']}: {_fmt(ratio)}")
+    return lines
+
+
+def _certification_lines(cert: dict[str, Any], width: int = 96) -> list[str]:
+    verdict = "CERTIFIED" if cert.get("certified") else "NOT CERTIFIED"
+    lines = [
+        f"  certificate    {verdict}: candidate {cert.get('candidate')} vs baseline "
+        f"{cert.get('baseline')} (p = {_fmt(cert.get('p_value'), 4)}, "
+        f"{cert.get('n_pairs')} held-out seeds)"
+    ]
+    for reason in cert.get("reasons", []):  # whole, wrapped: never cut off
+        lines += textwrap.wrap(reason, width, initial_indent="    - ", subsequent_indent="      ")
+    harm = cert.get("human_harm")
+    if harm:
+        within = "within" if harm.get("within") else "NOT within"
+        lines.append(
+            f"  human harm     mean {_fmt(harm.get('mean'), 4)}, one-sided upper bound "
+            f"{_fmt(harm.get('upper'), 4)}: {within} the bound {_fmt(harm.get('bound'), 2)}"
+        )
+    return lines
+
+
+def _store_lines(store: str, summary: dict[str, Any]) -> list[str]:
+    lines = [f"-- {store} --"]
+    sep, erosion = summary.get("separability"), summary.get("coi_erosion")
+    lines += _separability_lines(sep) if sep else ["  separability   not built"]
+    lines += _erosion_lines(erosion) if erosion else ["  COI erosion    not built"]
+    if summary.get("observed_coi"):
+        lines.append("  observed COI   " + "; ".join(
+            f"{r['class']} {_ci(r)}" if "class" in r else f"columns {r['columns']}"
+            for r in summary["observed_coi"]))  # fmt: skip
+    cert = summary.get("certification")
+    lines += _certification_lines(cert) if cert else ["  certificate    not built"]
+    for name, error in summary.get("unreadable", {}).items():
+        lines.append(f"  {name}: unreadable ({error})")
+    lines += [f"  report         {path}" for path in summary.get("reports", [])]
+    return lines
+
+
+def render_summary(settings: Settings, summary: dict[str, Any] | None = None) -> str:
+    """Plain-text summary for the terminal (of `summary`, collected now if not given)."""
+    summary = collect_summary(settings) if summary is None else summary
+    lines = ["", "== PHANTOM summary ==", f"batches used: {len(summary['batches'])}"]
+    for batch in summary["batches"]:
+        kind = "demo" if batch["demo"] else "own "
+        counts = f"{batch['rows']:,} rows, {batch['quarantined'] or 0:,} quarantined"
+        lines.append(f"  {batch['key']}  {kind}  {Path(batch['source']).name}  {counts}")
+    lines.append("sessions per store and class:")
+    if not summary["sessions"]:
         lines.append("  (warehouse not built)")
-    for row in sessions.iter_rows(named=True):
+    for row in summary["sessions"]:
         lines.append(
             f"  {row['store']:<8} {row['actor']:<8} {row['n_sessions']:>6} sessions "
             f"{row['n_events']:>8} events"
         )
-    quarantine = quarantine_counts(settings)
-    lines.append(f"quarantined rows: {int(quarantine['n_rows'].sum())}")
-    lines.extend(
-        f"  {row['reason']:<24} {row['n_rows']:>6}" for row in quarantine.iter_rows(named=True)
-    )
-    lines.append(f"lake:      {settings.lake_dir}")
-    lines.append(f"warehouse: {settings.warehouse_path}")
-    lines.append(f"reports:   {settings.reports_dir}")
+    quarantined = summary["quarantined"]
+    lines.append(f"quarantined rows: {sum(quarantined.values())}")
+    lines.extend(f"  {reason:<24} {n:>6}" for reason, n in quarantined.items())
+    for store, store_summary_ in summary["stores"].items():
+        lines += _store_lines(store, store_summary_)
+    paths = summary["paths"]
+    lines.append(f"lake:      {paths['lake']}")
+    lines.append(f"warehouse: {paths['warehouse']}")
+    lines.append(f"reports:   {paths['reports']}")
     return "\n".join(lines)

@@ -3,13 +3,16 @@
 A batch key names the content, not the file: re-registering the same bytes (even renamed or copied
 again later) returns the existing key, so re-ingest is idempotent (DESIGN §3.3). The date part is
 the file's modification day (UTC) at first registration, which keeps keys sortable by arrival.
+
+The demo's simulated files live in their own folder, `incoming/demo/`, and their records carry
+`demo: true`, so a user's own exports are never mistaken for (or pooled with) the demo.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,6 +21,8 @@ from phantom_assets.storage import file_digest, write_json_atomic
 
 BATCH_KEY_PATTERN = re.compile(r"^\d{8}_[0-9a-f]{10}$")
 REGISTRY_FOLDER = "batch_registry"
+DEMO_FOLDER = "demo"  # incoming/demo/: where `phantom run` simulates the demo into an empty root
+DROPPED_FOLDER = "dropped"  # <data>/dropped/: a user's files of dropped batches (never deleted)
 # In-flight uploads and editor droppings are never batches.
 _IGNORED_SUFFIXES = (".tmp", ".part", ".partial", ".crdownload", ".swp")
 
@@ -30,6 +35,12 @@ class BatchRecord:
     path: str
     sha256: str
     size: int
+    registered_at: str | None = None  # ISO-8601 UTC; None for records of older versions
+    demo: bool = False  # simulated by `phantom run` into incoming/demo/
+
+    @property
+    def source(self) -> Path:
+        return Path(self.path)
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -53,6 +64,25 @@ def is_candidate_file(path: Path) -> bool:
         and not name.endswith(EXPERIMENTS_SIDECAR_SUFFIX)
         and name.lower() != "readme.md"
     )
+
+
+def demo_dir(incoming: Path) -> Path:
+    """The demo's own folder inside the drop zone."""
+    return incoming / DEMO_FOLDER
+
+
+def is_demo_file(path: Path, incoming: Path) -> bool:
+    """True for a file under `incoming/demo/` (simulated by `phantom run`, not the user's)."""
+    return path.resolve().is_relative_to(demo_dir(incoming).resolve())
+
+
+def own_sidecar(path: Path) -> Path | None:
+    """The experiments sidecar that belongs to `path` alone (`<stem>.experiments.csv`), if any.
+
+    A folder-wide `experiments.csv` serves several files and is never moved with one of them.
+    """
+    sidecar = path.with_name(path.stem + EXPERIMENTS_SIDECAR_SUFFIX)
+    return sidecar if sidecar.is_file() else None
 
 
 def candidate_files(incoming: Path) -> list[Path]:
@@ -79,25 +109,43 @@ class BatchRegistry:
             raise KeyError(f"batch {key!r} is not registered (no {path})")
         return self._read(path)
 
-    def register(self, path: Path) -> tuple[BatchRecord, bool]:
-        """Register `path`; return its record and whether it is new (unseen content)."""
+    def register(
+        self, path: Path, *, demo: bool = False, registered_at: datetime | None = None
+    ) -> tuple[BatchRecord, bool]:
+        """Register `path`; return its record and whether it is new (unseen content).
+
+        Args:
+            path: the batch file.
+            demo: tag the record as the demo's (a new record only; the content decides the key).
+            registered_at: when, for the record (the caller's clock; None leaves it unset).
+        """
         digest = file_digest(path)
         for record in self.records():
             if record.sha256 == digest:
                 if record.path != str(path.resolve()) and not Path(record.path).exists():
-                    record = BatchRecord(record.key, str(path.resolve()), digest, record.size)
+                    record = replace(record, path=str(path.resolve()))
                     write_json_atomic(record.to_json(), self.root / f"{record.key}.json")
                 return record, False
         modified = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+        when = None if registered_at is None else registered_at.astimezone(UTC).isoformat()
         record = BatchRecord(
-            batch_key(digest, modified), str(path.resolve()), digest, path.stat().st_size
-        )
+            batch_key(digest, modified), str(path.resolve()), digest, path.stat().st_size,
+            registered_at=when, demo=demo,
+        )  # fmt: skip
         write_json_atomic(record.to_json(), self.root / f"{record.key}.json")
         return record, True
 
+    def remove(self, key: str) -> BatchRecord:
+        """Delete the record of `key` and return it (KeyError naming the key if unregistered)."""
+        record = self.get(key)
+        (self.root / f"{key}.json").unlink()
+        return record
+
     @staticmethod
     def _read(path: Path) -> BatchRecord:
-        return BatchRecord(**json.loads(path.read_text()))
+        payload = json.loads(path.read_text())
+        known = {f.name for f in fields(BatchRecord)}
+        return BatchRecord(**{k: v for k, v in payload.items() if k in known})
 
 
 def file_signatures(files: list[Path]) -> dict[str, list[int]]:

@@ -57,6 +57,9 @@ EROSION_FILE, EROSION_PLOT_FILE = "coi_erosion.parquet", "coi_erosion.png"
 EROSION_METRICS_FILE = "erosion_metrics.parquet"
 ORACLE_FILE, REFERENCE_FILE = "oracle.parquet", "reference.json"
 
+# --- observed COI per store (the market's `observed_coi` asset): premium per class with its CI ---
+OBSERVED_COI_FILE = "observed_coi.parquet"
+
 # --- benchmark per store: regret vs the oracle and the λ × adversary factorial ---
 REGRET_FILE, ABLATION_FILE = "regret.parquet", "ablation.parquet"
 
@@ -168,3 +171,6 @@ class Lake:
 
     def certification_report(self, store: str) -> Path:
         return self.certification_dir(store) / REPORT_FILE
+
+    def observed_coi_file(self, store: str) -> Path:
+        return partition_dir(self.root, "observed_coi", store=store) / OBSERVED_COI_FILE

@@ -11,7 +11,9 @@ environment), prints which worker ran which step, and tears everything down.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -198,8 +200,48 @@ def data_versions(
     return versions
 
 
+def _show_slice(d: Deployment, elapsed) -> None:
+    """Build the upstream, run the slice on the Celery workers, print where each step ran."""
+    print(f"{elapsed()} postgres 127.0.0.1:{d.postgres.port} (Dagster storage; "
+          f"DAGSTER_HOME {d.dagster_home})")  # fmt: skip
+    print(f"{elapsed()} redis    {d.broker_url} (Celery broker and result backend)")
+    for w in d.workers:
+        print(f"{elapsed()} worker   {w.name}: pid {w.process.pid}, -c 1, log {w.log.name}")
+    print(f"{elapsed()} upstream phantom run --select '{UPSTREAM}' into PHANTOM_DATA_DIR "
+          f"{d.data_dir}", flush=True)  # fmt: skip
+    build_upstream(d)
+    selection = ",".join(SLICE_ASSETS)
+    print(f"{elapsed()} slice    {len(SLICE_POLICIES)} runs of {SLICE_JOB} ({selection}) "
+          "at once on the Celery executor", flush=True)  # fmt: skip
+    materialize_slice(d)
+    keys = [slice_partition(p) for p in SLICE_POLICIES]
+    with open_instance(d.dagster_home, d.postgres) as instance:
+        placements = step_placements(instance, keys)
+    print(f"{elapsed()} done\n\n{'partition':<26} {'step':<20} {'celery worker':<24} pid")
+    for p in placements:
+        print(f"{p.partition:<26} {p.step:<20} {p.worker:<24} {p.pid}")
+    print(f"\n{len({p.pid for p in placements})} worker processes ran "
+          f"{len(placements)} steps; stopping the deployment", flush=True)  # fmt: skip
+
+
+def keep_logs(root: Path, target: Path) -> list[Path]:
+    """Copy every `*.log` below the deployment's `root` into `target` (same relative paths)."""
+    kept = []
+    for log in sorted(root.rglob("*.log")):
+        copy = target / log.relative_to(root)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(log, copy)
+        kept.append(copy)
+    return kept
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the demo (no arguments) or, inside the deployment, `launch PARTITION...`."""
+    """Run the demo (no arguments) or, inside the deployment, `launch PARTITION...`.
+
+    Every log of the deployment (servers, workers, upstream run, launcher) is copied to
+    `<PHANTOM_DATA_DIR>/logs/scale-demo-<time>/` before the temp dir is removed, also when the
+    demo fails.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["launch"]:
         return launch(args[1:])
@@ -213,33 +255,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MissingBinaryError as e:
         print(f"scale-demo: {e}", file=sys.stderr)
         return 2
+    from orchestration.resources import settings_from_env
+
+    logs = settings_from_env().data_dir / "logs" / f"scale-demo-{time.strftime('%Y%m%d-%H%M%S')}"
     started = time.perf_counter()
 
     def elapsed() -> str:
         return f"[{time.perf_counter() - started:5.0f}s]"
 
     with tempfile.TemporaryDirectory(prefix="phantom-scale-") as tmp:
-        with deployment(Path(tmp), binaries) as d:
-            print(f"{elapsed()} postgres 127.0.0.1:{d.postgres.port} (Dagster storage; "
-                  f"DAGSTER_HOME {d.dagster_home})")  # fmt: skip
-            print(f"{elapsed()} redis    {d.broker_url} (Celery broker and result backend)")
-            for w in d.workers:
-                print(f"{elapsed()} worker   {w.name}: pid {w.process.pid}, -c 1, log {w.log}")
-            print(f"{elapsed()} upstream phantom run --select '{UPSTREAM}' into PHANTOM_DATA_DIR "
-                  f"{d.data_dir}", flush=True)  # fmt: skip
-            build_upstream(d)
-            selection = ",".join(SLICE_ASSETS)
-            print(f"{elapsed()} slice    {len(SLICE_POLICIES)} runs of {SLICE_JOB} ({selection}) "
-                  "at once on the Celery executor", flush=True)  # fmt: skip
-            materialize_slice(d)
-            keys = [slice_partition(p) for p in SLICE_POLICIES]
-            with open_instance(d.dagster_home, d.postgres) as instance:
-                placements = step_placements(instance, keys)
-            print(f"{elapsed()} done\n\n{'partition':<26} {'step':<20} {'celery worker':<24} pid")
-            for p in placements:
-                print(f"{p.partition:<26} {p.step:<20} {p.worker:<24} {p.pid}")
-            print(f"\n{len({p.pid for p in placements})} worker processes ran "
-                  f"{len(placements)} steps; stopping the deployment", flush=True)  # fmt: skip
+        try:
+            with deployment(Path(tmp), binaries) as d:
+                try:
+                    _show_slice(d, elapsed)
+                finally:  # the server log lives in a folder that teardown removes
+                    with contextlib.suppress(OSError):
+                        shutil.copyfile(
+                            d.postgres.folder / "server.log", Path(tmp) / "postgres.log"
+                        )
+        finally:
+            kept = keep_logs(Path(tmp), logs)
+            print(f"{elapsed()} kept {len(kept)} logs in {logs}", flush=True)
     print(f"{elapsed()} stopped workers, redis and postgres; removed {tmp}")
     return 0
 

@@ -4,6 +4,7 @@ import hashlib
 from pathlib import Path
 
 import dagster as dg
+import polars as pl
 
 from phantom_assets.assets.metadata import (
     artifact_version,
@@ -16,6 +17,7 @@ from phantom_assets.assets.partitions import GridPartitions, batch_partitions
 from phantom_assets.assets.resources import StorageResource
 from phantom_assets.batches import BatchRegistry, candidate_files
 from phantom_assets.config import Settings
+from phantom_assets.constants import STORES
 from phantom_assets.schema import UnreadableFileError, parse_batch
 from phantom_assets.storage import file_digest, write_parquet_atomic
 
@@ -50,6 +52,12 @@ def raw_events(context: dg.AssetExecutionContext, storage: StorageResource):
         result = parse_batch(source, record.key, accept_legacy_store=settings.accept_legacy_store)
     except UnreadableFileError as error:
         raise dg.Failure(str(error)) from error
+    if result.events.is_empty() and result.counts["unknown_store"]:
+        found = result.quarantine.filter(pl.col("reason") == "unknown_store")["detail"].unique()
+        raise dg.Failure(
+            f"batch {record.key}: {source} has no row of a supported store "
+            f"({', '.join(sorted(found)[:5])}); storeMode must be one of {', '.join(STORES)}"
+        )
     events_path = settings.lake.events(record.key)
     quarantine_path = settings.lake.quarantine(record.key)
     write_parquet_atomic(result.events, events_path)

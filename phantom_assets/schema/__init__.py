@@ -9,6 +9,7 @@ from phantom_assets.schema.ingest import (
     QUARANTINE_SCHEMA,
     IngestResult,
     parse_batch,
+    store_counts,
 )
 from phantom_assets.schema.validate import ADMIN_PAGE, ALL_REASONS
 
@@ -23,4 +24,5 @@ __all__ = [
     "detect_format",
     "file_sha256",
     "parse_batch",
+    "store_counts",
 ]

@@ -16,6 +16,7 @@ from typing import Final
 import polars as pl
 
 from phantom_assets.constants import PRICE_LOG, PRICE_QUOTE_EVENT
+from phantom_assets.schema import fields
 from phantom_assets.schema.detect import detect_format
 from phantom_assets.schema.fields import TS_DTYPE
 from phantom_assets.schema.labels import label_exprs, read_sidecar
@@ -155,3 +156,17 @@ def parse_batch(path: Path, batch_id: str, *, accept_legacy_store: bool = False)
     )
     logger.info("ingested %s as %s: %s", path, fmt, counts)
     return IngestResult(events=events, quarantine=quarantine, counts=counts, format=fmt)
+
+
+def store_counts(path: Path) -> dict[str | None, int]:
+    """Records per `storeMode` value of a raw file, normalised as ingest does (None: missing).
+
+    Reads the file without validating anything else: what `phantom run` checks before it
+    registers a new file, so a file of unsupported stores is refused up front.
+
+    Raises:
+        UnreadableFileError: the file cannot be read at all.
+    """
+    staging = READERS[detect_format(Path(path))](Path(path))
+    counted = staging.lazy().group_by(fields.token("store").alias("store")).len().collect()
+    return {store: int(n) for store, n in counted.iter_rows()}

@@ -94,6 +94,17 @@ def _phantom(tmp_path: Path, *args: str, config: str = "") -> subprocess.Complet
                           text=True, timeout=300)  # fmt: skip
 
 
+def test_phantom_run_with_a_misspelled_selection_exits_with_one_line_and_simulates_nothing(
+    tmp_path: Path,
+):
+    result = _phantom(tmp_path, "run", "--select", "*labeled_sesions")
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if "ERROR" in line]
+    assert len(errors) == 1 and "did you mean 'labeled_sessions'" in errors[0], result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "data" / "incoming").exists()  # no demo for a typo
+
+
 def test_phantom_run_with_a_mistyped_config_value_fails_at_load_naming_key_and_type(
     tmp_path: Path,
 ):

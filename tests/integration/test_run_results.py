@@ -1,6 +1,7 @@
 """What a finished tiny `phantom run` leaves: a self-contained data root (moved after the run,
 `phantom audit` verifies the moved root, a byte flipped in a copy fails naming the file,
-`--replay` re-runs a training step there)."""
+`--replay` re-runs a training step there) and an end-of-run summary with each store's results,
+also as JSON."""
 
 import json
 import os
@@ -10,8 +11,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import polars as pl
 import pytest
 
+from orchestration.summary import collect_summary, render_summary
+from phantom_assets.config import load_settings
 from tests.pipeline_helpers import REPO_ROOT, TINY_CONFIG
 
 pytestmark = pytest.mark.integration
@@ -35,7 +39,7 @@ def _phantom(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    """One tiny `phantom run`, then its data root moved to another path."""
+    """One tiny `phantom run --json`, then its data root moved to another path."""
     root = tmp_path_factory.mktemp("portable")
     (root / "phantom.toml").write_text(TINY_CONFIG)
     env = {
@@ -44,7 +48,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
         "DAGSTER_HOME": str(root / "home"),
         "PHANTOM_CONFIG": str(root / "phantom.toml"),
     }
-    run = _phantom(env, "run")
+    run = _phantom(env, "run", "--json")
     assert run.returncode == 0, run.stderr[-4000:]
     moved = root / "moved" / "data"
     moved.parent.mkdir()
@@ -86,3 +90,61 @@ def test_replay_of_a_training_step_works_in_the_moved_root(built: Built):
     replay = _phantom(built.env, "audit", "--store", "hotel", "--replay", "trained_policies")
     assert replay.returncode == 0, replay.stderr[-3000:]
     assert "reproduces data version" in replay.stderr
+
+
+def test_the_json_summary_has_each_stores_headline_results_with_cis(built: Built):
+    summary = json.loads(built.run.stdout)
+    assert len(summary["batches"]) == 5 and all(b["demo"] for b in summary["batches"])
+    for store in ("hotel", "airline"):
+        results = summary["stores"][store]
+        report = json.loads((built.moved / f"lake/certification_report/store={store}/report.json")
+                            .read_text())  # fmt: skip
+        sep = results["separability"]
+        assert 0 < sep["p_value"] <= 1 and sep["auc_ci_low"] <= sep["auc"] <= sep["auc_ci_high"]
+        erosion = results["coi_erosion"]
+        k8 = next(row for row in erosion["by_k"] if row["k"] == erosion["nominal_k"])
+        assert k8["coi_h"]["ci_low"] <= k8["coi_h"]["mean"] <= k8["coi_h"]["ci_high"]
+        assert erosion["ratio_at_nominal_k"] == pytest.approx(
+            k8["coi_a"]["mean"] / k8["coi_h"]["mean"]
+        )
+        cert = results["certification"]
+        assert cert["certified"] == report["certified"] and cert["reasons"] == report["reasons"]
+        assert (cert["candidate"], cert["baseline"]) == (report["candidate"], report["baseline"])
+        assert cert["human_harm"]["bound"] == report["gate"]["human_harm"]["bound"]
+        assert any(p.endswith("report.md") for p in results["reports"])
+        assert results["observed_coi"] is None  # that asset does not exist (yet)
+
+
+def test_the_text_summary_prints_every_reason_whole(built: Built):
+    settings = load_settings("demo", data_dir=built.moved)
+    text = render_summary(settings)
+    report = json.loads((built.moved / "lake/certification_report/store=hotel/report.json")
+                        .read_text())  # fmt: skip
+    flat = " ".join(text.split())
+    for reason in report["reasons"]:
+        assert " ".join(reason.split()) in flat  # wrapped over lines, never cut off
+    assert "-- hotel --" in text and "-- airline --" in text and "COI_A / COI_H" in text
+
+
+def test_the_summary_shows_missing_stages_as_not_built_and_reads_observed_coi(
+    built: Built, tmp_path: Path
+):
+    copy = tmp_path / "data"
+    shutil.copytree(built.moved, copy)
+    shutil.rmtree(copy / "lake/certification_report")
+    shutil.rmtree(copy / "lake/coi_erosion/store=airline")
+    observed = copy / "lake/observed_coi/store=hotel/observed_coi.parquet"
+    observed.parent.mkdir(parents=True)
+    pl.DataFrame({"class": ["human", "agent"], "premium": [12.5, 3.25], "ci_low": [11.0, 2.5],
+                  "ci_high": [14.0, 4.0], "n": [8, 8], "added_later": ["x", "y"]}
+                 ).write_parquet(observed)  # fmt: skip
+    settings = load_settings("demo", data_dir=copy)
+    summary = collect_summary(settings)
+    assert summary["stores"]["hotel"]["certification"] is None
+    assert summary["stores"]["airline"]["coi_erosion"] is None
+    assert summary["stores"]["hotel"]["observed_coi"][1] == {
+        "class": "agent", "mean": 3.25, "ci_low": 2.5, "ci_high": 4.0, "n": 8
+    }  # fmt: skip
+    text = render_summary(settings, summary)
+    assert "certificate    not built" in text and "COI erosion    not built" in text
+    assert "agent 3.25 [2.50, 4.00]" in text

@@ -162,3 +162,16 @@ def test_slice_data_versions_equal_an_in_process_materialization(
         in_process = demo.data_versions(instance, SLICE_KEYS)
     assert len(in_process) == len(SLICE_KEYS) * len(demo.SLICE_ASSETS)
     assert celery_slice.versions == in_process
+
+
+def test_the_demo_keeps_every_log_of_the_deployment_before_its_temp_dir_goes(tmp_path: Path):
+    root = tmp_path / "phantom-scale-x"
+    for name in ("worker-1.log", "redis/redis.log", "data/logs/run-1.log", "data/lake/x.parquet"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(name)
+    kept = demo.keep_logs(root, tmp_path / "logs" / "scale-demo-1")
+    assert sorted(p.relative_to(tmp_path / "logs" / "scale-demo-1").as_posix() for p in kept) == [
+        "data/logs/run-1.log", "redis/redis.log", "worker-1.log"
+    ]  # fmt: skip
+    assert all(p.read_text() == p.relative_to(tmp_path / "logs/scale-demo-1").as_posix()
+               for p in kept)  # fmt: skip

@@ -93,3 +93,18 @@ def test_sidecars_and_partial_uploads_never_become_batches(zone: DropZone):
     zone.write("b.jsonl.part", b"{}")
     zone.tick()
     assert zone.tick().run_requests == []
+
+
+def test_a_users_file_in_a_root_holding_the_demo_is_not_registered_and_says_why(zone: DropZone):
+    demo = zone.settings.incoming_dir / "demo"
+    demo.mkdir()
+    (demo / "sim.jsonl").write_bytes(b'{"sessionId": "s1"}\n')
+    zone.tick()
+    zone.tick()
+    assert len(_partitions(zone)) == 1  # the demo alone is registered as usual
+    zone.write("export.jsonl", b'{"sessionId": "s2"}\n')
+    for _ in range(2):
+        result = zone.tick()
+        assert result.run_requests == []
+        assert "phantom batches reset --demo" in result.skip_reason.skip_message
+    assert len(_partitions(zone)) == 1

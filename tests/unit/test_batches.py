@@ -1,10 +1,21 @@
 """Batch registry: content-addressed keys, idempotent registration, drop-zone filtering."""
 
+import json
 import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from phantom_assets.batches import BATCH_KEY_PATTERN, BatchRegistry, batch_key, candidate_files
+import pytest
+
+from phantom_assets.batches import (
+    BATCH_KEY_PATTERN,
+    BatchRegistry,
+    batch_key,
+    candidate_files,
+    demo_dir,
+    is_demo_file,
+    own_sidecar,
+)
 
 
 def _touch(path: Path, content: bytes, when: datetime) -> Path:
@@ -52,3 +63,44 @@ def test_candidate_files_skip_sidecars_hidden_and_partial_uploads(tmp_path: Path
         _touch(tmp_path / name, b"1", when)
     assert [p.name for p in candidate_files(tmp_path)] == ["a.jsonl"]
     assert candidate_files(tmp_path / "missing") == []
+
+
+def test_register_tags_demo_batches_and_stamps_the_registration_time(tmp_path: Path):
+    registry = BatchRegistry(tmp_path / "lake")
+    when = datetime(2025, 6, 2, tzinfo=UTC)
+    record, _ = registry.register(
+        _touch(tmp_path / "in" / "demo" / "a.csv", b"1", when), demo=True, registered_at=when
+    )
+    assert registry.get(record.key).demo
+    assert registry.get(record.key).registered_at == "2025-06-02T00:00:00+00:00"
+
+
+def test_records_written_before_the_demo_tag_existed_still_read(tmp_path: Path):
+    registry = BatchRegistry(tmp_path / "lake")
+    registry.root.mkdir(parents=True)
+    old = {"key": "20250602_abababab12", "path": "/x/a.csv", "sha256": "ab" * 32, "size": 1}
+    (registry.root / "20250602_abababab12.json").write_text(json.dumps(old))
+    (record,) = registry.records()
+    assert (record.demo, record.registered_at) == (False, None)
+
+
+def test_remove_deletes_the_record_and_names_an_unknown_key(tmp_path: Path):
+    registry = BatchRegistry(tmp_path / "lake")
+    record, _ = registry.register(
+        _touch(tmp_path / "a.csv", b"1", datetime(2025, 6, 2, tzinfo=UTC))
+    )
+    assert registry.remove(record.key) == record
+    assert registry.records() == []
+    with pytest.raises(KeyError, match=record.key):
+        registry.remove(record.key)
+
+
+def test_demo_files_are_those_under_incoming_demo_and_sidecars_follow_their_file(tmp_path: Path):
+    when = datetime(2025, 6, 2, tzinfo=UTC)
+    incoming = tmp_path / "incoming"
+    demo = _touch(demo_dir(incoming) / "sim.jsonl", b"1", when)
+    own = _touch(incoming / "export.jsonl", b"2", when)
+    sidecar = _touch(incoming / "export.experiments.csv", b"3", when)
+    _touch(incoming / "experiments.csv", b"4", when)  # shared by every file: never one's own
+    assert is_demo_file(demo, incoming) and not is_demo_file(own, incoming)
+    assert own_sidecar(own) == sidecar and own_sidecar(demo) is None

@@ -213,3 +213,13 @@ def test_ingest_result_counts_balance(batch_files: Callable[[str], Path]) -> Non
     assert counts["rows_in"] == counts["rows_kept"] + counts["rows_quarantined"] == len(RECORDS)
     assert counts["rows_kept"] == result.events.height
     assert counts["admin_pages_dropped"] == 0
+
+
+def test_store_counts_reads_store_values_as_ingest_normalises_them(tmp_path: Path):
+    from phantom_assets.schema import store_counts
+
+    records = [payload(storeMode=" Hotel "), payload(storeMode="books"), payload(storeMode="")]
+    counts = store_counts(write_jsonl(tmp_path / "a.jsonl", records))
+    assert counts == {"hotel": 1, "books": 1, None: 1}
+    result = parse_batch(tmp_path / "a.jsonl", "b1")
+    assert result.counts["unknown_store"] == 2  # what the pre-flight announces, ingest does

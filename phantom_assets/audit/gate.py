@@ -225,8 +225,9 @@ class GateDecision:
         profit = self.tests[0].to_dict() if self.tests[0] else {}
         comparisons = [
             {"role": role, **(test.to_dict() if test else {"n": 0}), **where}
-            for role, test, where in zip(COMPARISON_ROLES, self.tests, self.compared_at,
-                                         strict=True)
+            for role, test, where in zip(
+                COMPARISON_ROLES, self.tests, self.compared_at, strict=True
+            )
         ]
         return {
             "candidate": self.candidate, "baseline": self.baseline, "static": self.static,

@@ -67,8 +67,14 @@ def _reported_lines(gate: dict[str, Any]) -> list[str]:
     reported = {k: v for k, v in (gate.get("reported") or {}).items() if k != "profit_vs_static"}
     if not reported:
         return []
-    return ["", "Reported, not decided on (the candidate, fitted detector, held-out seeds):", "",
-            "| quantity | value |", "|---|---:|", *[_row(k, v) for k, v in reported.items()]]
+    return [
+        "",
+        "Reported, not decided on (the candidate, fitted detector, held-out seeds):",
+        "",
+        "| quantity | value |",
+        "|---|---:|",
+        *[_row(k, v) for k, v in reported.items()],
+    ]
 
 
 def _holm_lines(gate: dict[str, Any]) -> list[str]:

@@ -19,6 +19,7 @@ import duckdb
 import polars as pl
 
 from orchestration.batches import used_batches
+from phantom_assets.audit.gate import COMPARISON_ROLES
 from phantom_assets.config import Settings
 from phantom_assets.constants import STORES
 from phantom_assets.lake import (
@@ -124,7 +125,7 @@ def coi_erosion(settings: Settings, store: str) -> dict[str, Any] | None:
                               "n": r.get("n")} for r in part.iter_rows(named=True)}  # fmt: skip
 
     human, agent = by_k("human", "min"), by_k("agent", "max")
-    nominal = settings.market.agent_sessions
+    nominal = settings.agents.nominal_k
     h = human.get(nominal, {}).get("mean")
     a = agent.get(nominal, {}).get("mean")
     return {
@@ -160,21 +161,33 @@ def observed_coi(settings: Settings, store: str) -> list[dict[str, Any]] | None:
     ]  # fmt: skip
 
 
+HARM_ROLE = COMPARISON_ROLES[2]
+
+
 def certification(settings: Settings, store: str) -> dict[str, Any] | None:
-    """The certificate's verdict, candidate, baseline, reasons, p and CI, and human harm."""
+    """The certificate's verdict, candidate, baseline, reasons, p and CI, the total human harm
+    test, the detector's false-positive rate at α = 0 and whether the decision holds on the
+    market's sensitivity grid."""
     report = _json(settings.lake.certification_report(store))
     if report is None:
         return None
     gate = report.get("gate") or {}
-    harm = gate.get("human_harm") or {}
+    harm = next((c for c in gate.get("comparisons") or [] if c.get("role") == HARM_ROLE), None)
+    assumptions = gate.get("assumptions") or {}
     return {
         "certified": report.get("certified"), "candidate": report.get("candidate",
         report.get("policy")), "baseline": report.get("baseline"),
         "reasons": list(report.get("reasons") or []), "p_value": report.get("p_value"),
         "ci_low": report.get("ci_low"), "ci_high": report.get("ci_high"),
         "n_pairs": report.get("n_pairs"), "method": report.get("method"),
-        "human_harm": {k: harm.get(k) for k in ("mean", "upper", "bound", "within", "n")}
+        "human_harm": {"mean": harm.get("mean"), "upper": harm.get("ci_high"),
+                       "bound": harm.get("threshold"), "n": harm.get("n"),
+                       "within": harm.get("ci_high") is not None
+                       and harm["ci_high"] < harm.get("threshold", float("inf"))}
         if harm else None,
+        "false_positive_rate_at_alpha_0":
+            (gate.get("reported") or {}).get("false_positive_rate_at_alpha_0"),
+        "decision_holds_on_sensitivity_grid": assumptions.get("decision_holds_on_whole_grid"),
     }  # fmt: skip
 
 
@@ -284,6 +297,13 @@ def _certification_lines(cert: dict[str, Any], width: int = 96) -> list[str]:
             f"  human harm     mean {_fmt(harm.get('mean'), 4)}, one-sided upper bound "
             f"{_fmt(harm.get('upper'), 4)}: {within} the bound {_fmt(harm.get('bound'), 2)}"
         )
+    if cert.get("false_positive_rate_at_alpha_0") is not None:
+        rate = _fmt(cert["false_positive_rate_at_alpha_0"], 4)
+        lines.append(f"  detector FPR   {rate} of humans quoted up at α = 0")
+    holds = cert.get("decision_holds_on_sensitivity_grid")
+    if holds is not None:
+        lines.append(f"  assumptions    the decision {'holds' if holds else 'does NOT hold'} on "
+                     f"the whole sensitivity grid")  # fmt: skip
     return lines
 
 

@@ -124,7 +124,8 @@ def _cell(value: float | None) -> str:
 
 def _headline(tables: BenchmarkTables) -> list[str]:
     """Per (policy, K): fitted profit at each α, then detector value, human harm (%) and regret
-    averaged over the α grid where defined (no human harm without humans, at α = 1)."""
+    averaged over the α grid where defined (no human harm without humans, at α = 1), and the
+    detector's false-positive rate on humans at α = 0 (%)."""
 
     def over_alphas(column: str) -> pl.Expr:
         return pl.col(column).fill_nan(None).mean()
@@ -138,15 +139,17 @@ def _headline(tables: BenchmarkTables) -> list[str]:
         curves.filter(metric="human_harm").group_by("policy", "k")
         .agg(human_harm=100 * over_alphas("mean")),
         tables.regret.group_by("policy", "k").agg(regret=over_alphas("regret")),
+        curves.filter(metric="false_positive_rate", alpha=0.0).group_by("policy", "k")
+        .agg(false_positive_rate=100 * over_alphas("mean")),
     ]  # fmt: skip
     for frame in extra:
         profit = profit.join(frame, on=["policy", "k"], how="left")
     lines = ["| policy | K | " + " | ".join(f"profit α={float(a):g}" for a in alphas)
-             + " | detector value | human harm % | regret |",
-             "|---|---:|" + "---:|" * (len(alphas) + 3)]  # fmt: skip
+             + " | detector value | human harm % | regret | FPR % α=0 |",
+             "|---|---:|" + "---:|" * (len(alphas) + 4)]  # fmt: skip
     for row in profit.sort("policy", "k").iter_rows(named=True):
-        cells = [row[a] for a in alphas] + [row[c] for c in ("detector_value", "human_harm",
-                                                              "regret")]  # fmt: skip
+        extras = ("detector_value", "human_harm", "regret", "false_positive_rate")
+        cells = [row[a] for a in alphas] + [row[c] for c in extras]
         lines.append(f"| {row['policy']} | {row['k']} | " + " | ".join(map(_cell, cells)) + " |")
     return lines
 

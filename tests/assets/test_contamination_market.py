@@ -434,3 +434,28 @@ def test_alpha_hat_ci_check_is_evaluated_on_every_partition_and_follows_the_repo
         folder = built.lake / "contaminated_datasets" / f"store={store}" / f"alpha={key}"
         report = json.loads((folder / "alpha_hat.json").read_text())
         assert passed == (report["ci_low"] <= report["alpha_true_share"] <= report["ci_high"])
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_market_sensitivity_has_one_contract_row_per_declared_grid_point(built: Built, store: str):
+    from phantom_assets.evaluation import SENSITIVITY_SCHEMA
+    from phantom_assets.lake import SENSITIVITY_FILE, SENSITIVITY_MD_FILE
+
+    folder = built.settings.lake.sensitivity_dir(store)
+    table = pl.read_parquet(folder / SENSITIVITY_FILE)
+    market = built.settings.market
+    spec = MarketSpec.load(built.settings.lake.market_dir(store))
+    s0_points = 1 if spec.sources["engagement_scale"] != "declared" else len(
+        market.sensitivity_engagement_scales)  # fmt: skip
+    assert table.schema == pl.Schema(SENSITIVITY_SCHEMA)
+    assert table.height == len(market.sensitivity_valuation_means) * s0_points
+    assert table["nominal"].sum() == 1  # the market's own point is on the grid
+    own = table.filter(pl.col("nominal"))
+    assert own["valuation_mean"].item() == spec.mu_human
+    assert "| conclusion | holds at |" in (folder / SENSITIVITY_MD_FILE).read_text()
+    report = json.loads(built.settings.lake.certification_report(store).read_text())
+    assumptions = report["gate"]["assumptions"]
+    assert assumptions["grid_points"] == table.height
+    assert assumptions["decision_holds_on_whole_grid"] == bool(
+        (table["certified"] == report["certified"]).all())  # fmt: skip
+    assert report["baseline"].startswith("tuned-")

@@ -48,11 +48,46 @@ def test_certification_report_pairs_held_out_episode_seeds_only(built_pipeline: 
         assert set(GATE_CONTRACT_KEYS) | {"certified", "reasons"} <= set(report)
         assert report["n_pairs"] == len(report["test_seeds"]) == 3  # TINY_CONFIG test_episodes
         assert set(report["selection_seeds"]).isdisjoint(report["test_seeds"])
-        assert [c["n"] for c in report["gate"]["comparisons"]] == [3, 3]
-        # What is certified is the agent-aware defence: vs the undefended static engine.
-        assert report["baseline"] == report["gate"]["static"]
-        assert report["baseline"].startswith("static-")
-        assert "detector value" in json.dumps(report["gate"]["comparisons"]).replace("_", " ")
+        assert [c["n"] for c in report["gate"]["comparisons"]] == [3, 3, 3]
+        # What is certified is detection: against the best undefended response, not the engine.
+        assert report["baseline"].startswith("tuned-") and report["gate"]["static"] != "tuned"
+        # 3 held-out seeds are fewer than the gate's tests are calibrated for: never certified.
+        assert not report["certified"]
+        assert any("held-out seeds < 24" in reason for reason in report["reasons"])
+
+
+def test_no_number_in_the_certificate_compares_two_policies_at_different_alphas(
+    built_pipeline: BuiltPipeline,
+):
+    """Every comparison names the one band α of each α0 cell both arms were compared at, and its
+    held-out mean is recomputed here from both arms' stress rows at exactly those α."""
+    data = built_pipeline.data_dir
+    for store in ("hotel", "airline"):
+        report = json.loads(
+            (data / f"lake/certification_report/store={store}/report.json").read_text()
+        )
+        gate, candidate = report["gate"], report["gate"]["candidate"]
+        stress = pl.read_parquet(
+            data / f"lake/policy_evaluations/store={store}/policy=*/stress.parquet"
+        )
+        profit, value, _ = gate["comparisons"]
+        for comparison, (first, second) in (
+            (profit, ((candidate, "fitted"), (report["baseline"], "fitted"))),
+            (value, ((candidate, "fitted"), (candidate, "permuted"))),
+        ):
+            cells = pl.DataFrame(comparison["compared_at"])
+            arms = []
+            for policy, detector in (first, second):
+                rows = stress.filter(pl.col("split") == "test", pl.col("policy") == policy,
+                                     pl.col("detector") == detector)  # fmt: skip
+                at = rows.join(cells, on=["alpha0", "alpha"], how="semi")
+                assert set(at["alpha0"]) == set(cells["alpha0"])  # every cell at its one α
+                arms.append(at.group_by("alpha0", "seed").agg(pl.col("profit").mean()))
+            paired = arms[0].join(arms[1], on=["alpha0", "seed"], suffix="_ref")
+            per_seed = paired.group_by("seed").agg((pl.col("profit") - pl.col("profit_ref")).mean())
+            assert per_seed["profit"].mean() == pytest.approx(
+                comparison["mean"], rel=1e-9, abs=1e-6
+            )
 
 
 @pytest.mark.parametrize(

@@ -110,9 +110,13 @@ def test_the_json_summary_has_each_stores_headline_results_with_cis(built: Built
         cert = results["certification"]
         assert cert["certified"] == report["certified"] and cert["reasons"] == report["reasons"]
         assert (cert["candidate"], cert["baseline"]) == (report["candidate"], report["baseline"])
-        assert cert["human_harm"]["bound"] == report["gate"]["human_harm"]["bound"]
+        harm = report["gate"]["comparisons"][2]
+        assert cert["human_harm"]["bound"] == harm["threshold"] == 0.02
+        assert cert["human_harm"]["mean"] == harm["mean"]
+        assert cert["decision_holds_on_sensitivity_grid"] in (True, False)
         assert any(p.endswith("report.md") for p in results["reports"])
-        assert results["observed_coi"] is None  # that asset does not exist (yet)
+        classes = {row["class"] for row in results["observed_coi"]}
+        assert classes == {"human", "agent"}
 
 
 def test_the_text_summary_prints_every_reason_whole(built: Built):
@@ -134,7 +138,7 @@ def test_the_summary_shows_missing_stages_as_not_built_and_reads_observed_coi(
     shutil.rmtree(copy / "lake/certification_report")
     shutil.rmtree(copy / "lake/coi_erosion/store=airline")
     observed = copy / "lake/observed_coi/store=hotel/observed_coi.parquet"
-    observed.parent.mkdir(parents=True)
+    observed.unlink()  # replaced by a table with a column the summary does not know
     pl.DataFrame({"class": ["human", "agent"], "premium": [12.5, 3.25], "ci_low": [11.0, 2.5],
                   "ci_high": [14.0, 4.0], "n": [8, 8], "added_later": ["x", "y"]}
                  ).write_parquet(observed)  # fmt: skip

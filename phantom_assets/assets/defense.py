@@ -20,7 +20,7 @@ from phantom_assets.assets.resources import ExperimentTrackingResource, StorageR
 from phantom_assets.config import Settings, TrainingConfig
 from phantom_assets.lake import CURVE_FILE, REFERENCE_FILE
 from phantom_assets.market import MarketSpec
-from phantom_assets.market.oracle import Response
+from phantom_assets.market.response import Response
 from phantom_assets.policies import (
     HEURISTIC_MODE,
     RELOAD_PROBES,

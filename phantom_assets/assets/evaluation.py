@@ -42,7 +42,7 @@ from phantom_assets.evaluation import (
 )
 from phantom_assets.lake import ORACLE_FILE, REFERENCE_FILE
 from phantom_assets.market import MarketSpec
-from phantom_assets.market.oracle import Response
+from phantom_assets.market.response import Response
 from phantom_assets.policies import SB3_TIERS, PolicyKey, PolicyRecord, load_trained, torch_threads
 
 EVALUATION_CODE = code_version_of(

@@ -31,6 +31,7 @@ from phantom_assets.market import (
     MarketSpec,
     PricingMarketEnv,
     alpha_half_width,
+    best_undefended_response,
     chain_banks,
     compile_market_spec,
     engagement_w1,
@@ -155,7 +156,7 @@ def market_oracle(context: dg.AssetExecutionContext, storage: StorageResource):
     folder = settings.lake.oracle_dir(store)
     spec = MarketSpec.load(settings.lake.market_dir(store))
     table = oracle.market_oracle(spec, agents.alpha_grid, agents.k_grid, cfg.selection_seeds)
-    response = oracle.best_undefended_response(spec, agents.alpha_grid, agents.stress_radius,
+    response = best_undefended_response(spec, agents.alpha_grid, agents.stress_radius,
                                                spec.nominal_k, cfg.selection_seeds)  # fmt: skip
     write_parquet_atomic(table, folder / ORACLE_FILE)
     write_json_atomic(response.to_dict(), folder / REFERENCE_FILE)

@@ -19,7 +19,6 @@ from phantom_assets.audit.gate import (
     GateDecision,
     holm_adjust,
     promotion_gate,
-    select_candidates,
 )
 from phantom_assets.audit.harm import HarmBound, harm_bound
 from phantom_assets.audit.pairs import (
@@ -37,6 +36,7 @@ from phantom_assets.audit.records import (
     failed_blocking_checks,
 )
 from phantom_assets.audit.render import render_markdown
+from phantom_assets.audit.selection import select_candidates
 from phantom_assets.audit.sign_flip import SignFlipResult, sign_flip_test
 from phantom_assets.audit.studentized import MeanTestResult, mean_test, mean_tests
 from phantom_assets.audit.verify import (

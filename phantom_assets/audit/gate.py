@@ -1,12 +1,8 @@
 """The promotion gate (DESIGN §8): what is certified is the agent-aware defence -- detection, not a
 price increase.
 
-1. *Selection* (selection episode seeds only): every policy but the static engine and the
-   baseline -- the tuned-static tier, the best undefended response -- is scored by the smaller of
-   its stress profit advantage over the baseline and its stress detector value (its profit with
-   the fitted f − with f permuted within engagement strata, same draws), each the worst case over
-   the α band of the *paired* difference (`pairs.paired_stress`); candidates whose stress human
-   harm is within the bound rank first; the best `n_candidates` go forward.
+1. *Selection* on the selection episode seeds only (`selection.rank_candidates`); the best
+   `n_candidates` go forward.
 2. *Test* (held-out seeds, never used to select or to choose a band α): per candidate one value
    per seed, both arms at the α chosen on the selection seeds, of (1) the profit advantage over
    the baseline and (2) the detector value, each a one-sided test of H0: mean <= 0, and (3) the
@@ -22,7 +18,6 @@ price increase.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,18 +25,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from phantom_assets.audit.pairs import (
-    FITTED,
-    PERMUTED,
-    PairedStress,
-    StressCube,
-    paired_stress,
-    stress_cube,
-)
+from phantom_assets.audit import selection
+from phantom_assets.audit.pairs import FITTED, StressCube, paired_stress, stress_cube
+from phantom_assets.audit.selection import HARM_METRIC, Comparisons, comparisons, finite
 from phantom_assets.audit.studentized import MIN_CALIBRATED_N, MeanTestResult, mean_test
 
 DEFAULT_CONFIDENCE = 0.95
-HARM_METRIC = "human_harm"
 MIN_TEST_SEEDS = MIN_CALIBRATED_N
 """The gate certifies only from as many held-out seeds as the mean test is calibrated for."""
 REPORTED = ("false_positive_rate", "human_surplus_change", "human_quoted_up")
@@ -63,12 +52,10 @@ COMPARISON_ROLES = ("profit vs the best undefended response", "detector value be
 __all__ = [
     "DEFAULT_CONFIDENCE",
     "GATE_METHOD",
-    "HARM_METRIC",
     "MIN_TEST_SEEDS",
     "GateDecision",
     "holm_adjust",
     "promotion_gate",
-    "select_candidates",
 ]
 
 
@@ -85,72 +72,9 @@ def holm_adjust(p_values: Sequence[float]) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class _Comparisons:
-    """One candidate's three paired stress comparisons (selection and held-out values)."""
-
-    profit: PairedStress
-    detector: PairedStress
-    harm: PairedStress
-
-
-def _comparisons(profit: StressCube, harm: StressCube, policy: str, baseline: str) -> _Comparisons:
-    return _Comparisons(
-        paired_stress(profit, (policy, FITTED), (baseline, FITTED)),
-        paired_stress(profit, (policy, FITTED), (policy, PERMUTED)),
-        paired_stress(harm, (policy, FITTED), worst="max"),
-    )
-
-
-def _finite(values: np.ndarray) -> np.ndarray:
-    return values[np.isfinite(values)]
-
-
-def select_candidates(
-    stress: pl.DataFrame, baseline: str, references: Sequence[str], max_human_harm: float,
-    n_candidates: int, metric: str = "profit",
-) -> pl.DataFrame:  # fmt: skip
-    """Every policy but the `references` (the baseline and the static engine), ranked on the
-    selection seeds by `score` = min(profit advantage over `baseline`, detector value), those
-    whose stress harm is within the bound first; the top `n_candidates`.
-
-    Returns:
-        `policy, profit_advantage, detector_value, score, human_harm, harm_within`, best first.
-
-    Raises:
-        ValueError: without a baseline or a candidate.
-    """
-    cubes = stress_cube(stress, metric), stress_cube(stress, HARM_METRIC)
-    return _select(*cubes, baseline, references, max_human_harm, n_candidates)
-
-
-def _select(
-    profit: StressCube, harm: StressCube, baseline: str, references: Sequence[str],
-    max_human_harm: float, n_candidates: int,
-) -> pl.DataFrame:  # fmt: skip
-    policies = profit.policies
-    if baseline not in policies:
-        raise ValueError(f"the baseline {baseline!r} has no stress rows")
-    candidates = [p for p in policies if p not in {baseline, *references}]
-    if not candidates:
-        raise ValueError(f"no candidate policy besides {[baseline, *references]}")
-    rows = []
-    for policy in candidates:  # the handful of policies of a store
-        pairs = _comparisons(profit, harm, policy, baseline)
-        advantage, value = pairs.profit.selection.mean(), pairs.detector.selection.mean()
-        harms = _finite(pairs.harm.selection)
-        mean_harm = float(harms.mean()) if harms.size else math.nan
-        rows.append((policy, float(advantage), float(value), float(min(advantage, value)),
-                     mean_harm, not mean_harm > max_human_harm))  # fmt: skip
-    ranked = pl.DataFrame(rows, orient="row", schema=["policy", "profit_advantage",
-                          "detector_value", "score", "human_harm", "harm_within"])  # fmt: skip
-    return ranked.sort(["harm_within", "score", "policy"], descending=[True, True, False],
-                       nulls_last=True).head(n_candidates)  # fmt: skip
-
-
-@dataclass(frozen=True)
 class _CandidateTest:
     policy: str
-    comparisons: _Comparisons
+    comparisons: Comparisons
     profit: MeanTestResult
     detector: MeanTestResult
     harm: MeanTestResult | None
@@ -168,8 +92,8 @@ def _test_candidate(
     profit: StressCube, harm: StressCube, policy: str, baseline: str, bound: float,
     confidence: float, rng: np.random.Generator,
 ) -> _CandidateTest:  # fmt: skip
-    pairs = _comparisons(profit, harm, policy, baseline)
-    harms = _finite(pairs.harm.test)
+    pairs = comparisons(profit, harm, policy, baseline)
+    harms = finite(pairs.harm.test)
     test = {"rng": rng, "confidence": confidence}
     return _CandidateTest(
         policy, pairs, mean_test(pairs.profit.test, **test), mean_test(pairs.detector.test, **test),
@@ -301,8 +225,8 @@ def _reported(
 
 
 def _mean_or_none(values: np.ndarray) -> float | None:
-    finite = _finite(values.ravel())
-    return float(finite.mean()) if finite.size else None
+    kept = finite(values.ravel())
+    return float(kept.mean()) if kept.size else None
 
 
 def promotion_gate(
@@ -345,7 +269,9 @@ def promotion_gate(
     profit, harm = stress_cube(stress, metric), stress_cube(stress, HARM_METRIC)
     if profit.is_selection.all() or not profit.is_selection.any():
         raise ValueError("stress rows need both a 'selection' and a 'test' split of seeds")
-    ranked = _select(profit, harm, baseline, [static], max_human_harm, n_candidates)
+    ranked = selection.rank_candidates(
+        profit, harm, baseline, [static], max_human_harm, n_candidates
+    )
     unknown = [k for k in ranked["policy"].to_list() if k not in failed_checks]
     if unknown:
         raise ValueError(f"no check results given for tested candidates {unknown}")

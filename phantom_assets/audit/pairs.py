@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from phantom_assets.constants import SELECTION_SPLIT, STRESS_SPLITS
-from phantom_assets.market.engine import DETECTOR_MODES
+from phantom_assets.market.columns import DETECTOR_MODES
 
 FITTED, PERMUTED = DETECTOR_MODES
 Arm = tuple[str, str]

@@ -34,11 +34,12 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from phantom_assets.audit.gate import DEFAULT_CONFIDENCE, HARM_METRIC, promotion_gate
+from phantom_assets.audit.gate import DEFAULT_CONFIDENCE, promotion_gate
 from phantom_assets.audit.pairs import FITTED, PERMUTED
+from phantom_assets.audit.selection import HARM_METRIC
 from phantom_assets.calibration.result import CalibrationResult
 from phantom_assets.constants import SELECTION_SPLIT, TEST_SPLIT
-from phantom_assets.market.oracle import stress_alphas
+from phantom_assets.market.response import stress_alphas
 from phantom_assets.policies import policy_key
 
 TRAIN_ALPHA = 0.5

@@ -24,7 +24,7 @@ from phantom_assets.evaluation.protocol import (
 )
 from phantom_assets.lake import EVALUATION_FILES
 from phantom_assets.market import DETECTOR_MODES
-from phantom_assets.market.oracle import stress_alphas
+from phantom_assets.market.response import stress_alphas
 from phantom_assets.storage import write_parquet_atomic
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ import polars as pl
 
 from phantom_assets.constants import SELECTION_SPLIT, TEST_SPLIT
 from phantom_assets.market import DETECTOR_MODES, OBS_EXTRA, MarketSpec, make_env
-from phantom_assets.market.oracle import stress_alphas
+from phantom_assets.market.response import stress_alphas
 
 if TYPE_CHECKING:
     import gymnasium as gym

@@ -33,10 +33,11 @@ from phantom_assets.audit.gate import promotion_gate
 from phantom_assets.constants import SELECTION_SPLIT, TEST_SPLIT
 from phantom_assets.evaluation.protocol import totals_metrics
 from phantom_assets.market import DETECTOR_MODES, MarketSpec
+from phantom_assets.market.columns import STEP_COLUMNS
 from phantom_assets.market.compile import markup_grid
-from phantom_assets.market.engine import STEP_COLUMNS
 from phantom_assets.market.erosion import coi_a_share, coi_erosion
-from phantom_assets.market.oracle import band_profits, fixed_action_totals, stress_alphas
+from phantom_assets.market.oracle import fixed_action_totals
+from phantom_assets.market.response import band_profits, stress_alphas
 
 SENSITIVITY_SCHEMA: dict[str, pl.DataType] = {
     "valuation_mean": pl.Float64(), "engagement_scale": pl.Float64(),

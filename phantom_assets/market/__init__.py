@@ -17,6 +17,7 @@ from phantom_assets.market.bank import (
     state_weights,
 )
 from phantom_assets.market.bench import bench_env
+from phantom_assets.market.columns import COLUMN, DETECTOR_MODES, STEP_COLUMNS, Column
 from phantom_assets.market.compile import anchor_prices, chain_banks, compile_market_spec
 from phantom_assets.market.demo import demo_kernels, demo_spec
 from phantom_assets.market.draws import (
@@ -27,14 +28,7 @@ from phantom_assets.market.draws import (
     draw_step,
     engagement_strata,
 )
-from phantom_assets.market.engine import (
-    COLUMN,
-    DETECTOR_MODES,
-    STEP_COLUMNS,
-    Column,
-    Engine,
-    simulate_step,
-)
+from phantom_assets.market.engine import Engine, simulate_step
 from phantom_assets.market.env import OBS_EXTRA, PricingMarketEnv, engine_of, make_env
 from phantom_assets.market.erosion import (
     EROSION_METRICS,
@@ -54,6 +48,13 @@ from phantom_assets.market.oracle import (
 )
 from phantom_assets.market.plots import plot_coi_erosion
 from phantom_assets.market.report import spec_markdown
+from phantom_assets.market.response import (
+    BandProfits,
+    Response,
+    band_profits,
+    best_undefended_response,
+    stress_alphas,
+)
 from phantom_assets.market.sessions import prefix_auc, store_session_banks
 from phantom_assets.market.spec import MarketSpec
 
@@ -65,6 +66,7 @@ __all__ = [
     "OBS_EXTRA",
     "ORACLE_SCHEMA",
     "STEP_COLUMNS",
+    "BandProfits",
     "BankTables",
     "ChainBank",
     "Column",
@@ -72,14 +74,17 @@ __all__ = [
     "Engine",
     "MarketSpec",
     "PricingMarketEnv",
+    "Response",
     "StepDraws",
     "agent_coi_by_k",
     "agent_session_share",
     "alpha_half_width",
     "alpha_interval",
     "anchor_prices",
+    "band_profits",
     "bank_tables",
     "bench_env",
+    "best_undefended_response",
     "build_chain_bank",
     "chain_banks",
     "closed_form_coi_a",
@@ -108,4 +113,5 @@ __all__ = [
     "spec_markdown",
     "state_weights",
     "store_session_banks",
+    "stress_alphas",
 ]

@@ -15,7 +15,6 @@ numpy it was ~80 small array calls whose dispatch cost more than their arithmeti
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import IntEnum
 from functools import cached_property
 from typing import NamedTuple
 
@@ -23,43 +22,9 @@ import numpy as np
 from numba import njit
 
 from phantom_assets.market.bank import ChainBank
+from phantom_assets.market.columns import N_COLUMNS, Column
 from phantom_assets.market.draws import EngagementStrata, StepDraws, engagement_strata
 from phantom_assets.market.quoting import markup_factor, quote
-
-
-class Column(IntEnum):
-    """Per-step totals, in this column order (a step's totals append the demand proxy per
-    product)."""
-
-    REVENUE = 0
-    PROFIT = 1  # Σ (p − p_low) over purchases
-    HUMAN_PURCHASES = 2
-    AGENT_PURCHASES = 3
-    HUMAN_PREMIUM = 4  # Σ (p − p_min) over human purchases: COI_H = this / human purchases
-    AGENT_PREMIUM = 5
-    LEAK = 6  # Σ over agent purchases of (an equally engaged human's expected quote − price paid)
-    SCORE_SUM = 7  # Σ f over the step's sessions (what the shop observes)
-    SESSIONS = 8
-    LOW_ENGAGEMENT_PURCHASES = 9  # purchases in sessions with s < s0
-    HUMAN_OVERPAY = 10  # Σ over humans who buy of (quote − the reference response's quote)
-    HUMAN_LOST = 11  # human purchases the reference response makes and the action loses
-    HUMAN_LOST_SPEND = 12  # what those lost purchases pay under the reference response
-    HUMAN_SPEND_REFERENCE = 13  # what humans spend under the reference response
-    HUMAN_SURPLUS = 14  # Σ (valuation − price) over human purchases
-    HUMAN_SURPLUS_REFERENCE = 15  # the same under the reference response
-    HUMAN_QUOTED_UP = 16  # humans quoted above the reference response's quote
-    HUMAN_FLAGGED = 17  # human sessions the detector quoted up (f > τ, δ·s_ref > s, m > 0)
-    AGENT_FLAGGED = 18  # agent sessions the detector flagged and quoted up
-    AGENTS = 19
-
-
-STEP_COLUMNS: tuple[str, ...] = tuple(column.name.lower() for column in Column)
-_N_COLUMNS = len(STEP_COLUMNS)  # a global int: a compile-time constant of the compiled step
-COLUMN = {name: i for i, name in enumerate(STEP_COLUMNS)}
-DETECTOR_MODES: tuple[str, ...] = ("fitted", "permuted")
-"""`fitted`: quotes use each session's own f; `permuted`: the detector-value ablation, every
-session gets the f of a random session of the step's class mix in its own engagement stratum
-(`draws.decoy_scores`: same law, no information beyond engagement)."""
 
 
 class StepTables(NamedTuple):
@@ -198,7 +163,7 @@ def _step_totals(
     u_agent, products, z, human_chains, human_noise, agent_chains, agent_noise = draws
     human, agent, human_g_undefended, human_reference = tables
     n, k_max = agent_chains.shape
-    totals = np.zeros((alphas.size, _N_COLUMNS + anchor.size))
+    totals = np.zeros((alphas.size, N_COLUMNS + anchor.size))
     # The shopper as an agent, after its first k + 1 sessions: best quote, the chain quoted it
     # (the first lowest, as argmin), and the running sums of score, demand weight and flags.
     best, best_chain = np.empty(k_max), np.empty(k_max, np.int64)
@@ -263,7 +228,7 @@ def _step_totals(
                     row[Column.LOW_ENGAGEMENT_PURCHASES] += bought
                 row[Column.AGENT_FLAGGED] += flagged_sum[k]
                 row[Column.AGENTS] += 1.0
-                row[_N_COLUMNS + product] += weight_sum[k]
+                row[N_COLUMNS + product] += weight_sum[k]
             else:
                 row[Column.REVENUE] += q_human * buys
                 row[Column.PROFIT] += (q_human - p_low) * buys
@@ -281,7 +246,7 @@ def _step_totals(
                 row[Column.HUMAN_SURPLUS_REFERENCE] += (v_human - q_reference) * buys_reference
                 row[Column.HUMAN_QUOTED_UP] += q_human > q_reference
                 row[Column.HUMAN_FLAGGED] += flagged_human
-                row[_N_COLUMNS + product] += weight_human
+                row[N_COLUMNS + product] += weight_human
     return totals
 
 

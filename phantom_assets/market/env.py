@@ -10,14 +10,9 @@ from gymnasium import spaces
 from gymnasium.wrappers import TimeLimit
 
 from phantom_assets.market.ambiguity import alpha_half_width, robust_candidates
+from phantom_assets.market.columns import DETECTOR_MODES, STEP_COLUMNS, Column
 from phantom_assets.market.draws import agent_session_share, decoy_scores, draw_step
-from phantom_assets.market.engine import (
-    DETECTOR_MODES,
-    STEP_COLUMNS,
-    Column,
-    Engine,
-    simulate_step,
-)
+from phantom_assets.market.engine import Engine, simulate_step
 from phantom_assets.market.spec import MarketSpec
 
 OBS_EXTRA: tuple[str, ...] = ("score_mean", "alpha_hat", "low_engagement_share", "markup",

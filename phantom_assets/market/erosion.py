@@ -18,8 +18,9 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from phantom_assets.market.columns import COLUMN
 from phantom_assets.market.draws import StepDraws
-from phantom_assets.market.engine import COLUMN, Engine, simulate_step
+from phantom_assets.market.engine import Engine, simulate_step
 from phantom_assets.market.env import engine_of
 from phantom_assets.market.oracle import (
     check_grid,

@@ -14,23 +14,20 @@ are concatenated into one batch of steps·N shoppers and every action is evaluat
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 from scipy import stats
 
+from phantom_assets.market.columns import DETECTOR_MODES, Column
 from phantom_assets.market.draws import (
     StepDraws,
     agent_session_share,
     decoy_scores,
     draw_step,
 )
-from phantom_assets.market.engine import DETECTOR_MODES, Column, Engine, simulate_step
+from phantom_assets.market.engine import Engine, simulate_step
 from phantom_assets.market.env import engine_of
 from phantom_assets.market.spec import MarketSpec
 
@@ -213,115 +210,6 @@ def market_oracle(
             "undefended_profit": mean[spec.undefended_action],
         }, schema=ORACLE_SCHEMA))  # fmt: skip
     return pl.concat(frames).sort("k", "alpha")
-
-
-def stress_alphas(alpha0: float, radius: float) -> np.ndarray:
-    """The stress band {α0 − r, α0, α0 + r} ∩ [0, 1] (rounded, so α0 ± r lands on a grid α when
-    it is one)."""
-    if not 0 <= alpha0 <= 1 or radius < 0:
-        raise ValueError(f"need alpha0 in [0, 1] and radius >= 0: {alpha0!r}, {radius!r}")
-    candidates = np.round([alpha0 - radius, alpha0, alpha0 + radius], 10)
-    return np.unique(candidates[(candidates >= 0) & (candidates <= 1)])
-
-
-@dataclass(frozen=True)
-class Response:
-    """The best undefended response (the tuned-static tier; DESIGN §5 "Policy tiers", §8).
-
-    Attributes:
-        action: its action index (δ = 0).
-        level, markup: its base level and engagement markup.
-        objective: its stress objective on the seeds (mean over the α grid of the band's worst
-            mean episode profit).
-        alpha_grid, radius, k, seeds: what it was chosen over.
-    """
-
-    action: int
-    level: float
-    markup: float
-    objective: float
-    alpha_grid: tuple[float, ...]
-    radius: float
-    k: int
-    seeds: tuple[int, ...]
-
-    def to_dict(self) -> dict[str, object]:
-        """JSON-ready fields (`market_oracle/reference.json`)."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def read(cls, path: Path) -> Response:
-        """The response `to_dict` wrote to `path`; a missing or malformed file fails naming it."""
-        try:
-            payload = json.loads(Path(path).read_text())
-            return cls(**{**payload, **{name: tuple(payload[name])
-                                        for name in ("alpha_grid", "seeds")}})  # fmt: skip
-        except (OSError, ValueError, TypeError, KeyError) as error:
-            raise ValueError(f"{path}: no best undefended response ({error}); "
-                             f"re-materialize market_oracle") from error  # fmt: skip
-
-
-@dataclass(frozen=True)
-class BandProfits:
-    """Every fixed action's mean episode profit over the stress bands of an α grid.
-
-    Attributes:
-        alphas: (B,) the bands' α, sorted (every grid α0 is one).
-        mean: (actions, B) mean episode profit over the seeds, every action on the same draws.
-        bands: per grid α0, the columns of its band.
-    """
-
-    alphas: np.ndarray
-    mean: np.ndarray
-    bands: tuple[np.ndarray, ...]
-
-    def objective(self) -> np.ndarray:
-        """(actions,) the stress objective: per α0 the band's worst mean profit, averaged."""
-        return np.mean([self.mean[:, columns].min(axis=1) for columns in self.bands], axis=0)
-
-    def best(self, spec: MarketSpec, defended: bool) -> int:
-        """The action with the best objective among those with δ > 0 (`defended`) or δ = 0 (ties:
-        the lowest action index)."""
-        pool = [a for a in range(spec.n_actions) if (spec.action_values(a)[2] > 0.0) == defended]
-        return pool[int(np.argmax(self.objective()[pool]))]
-
-
-def band_profits(
-    spec: MarketSpec,
-    alpha_grid: Sequence[float],
-    radius: float,
-    k: int,
-    seeds: Sequence[int],
-    steps: int | None = None,
-) -> BandProfits:
-    """Mean episode profit of every fixed action at every α of the stress bands α0 ± `radius`
-    of `alpha_grid`, at K = `k` on `seeds` (CRN)."""
-    check_grid(alpha_grid, [k], seeds)
-    steps = spec.episode_steps if steps is None else steps
-    bands = [stress_alphas(a0, radius) for a0 in alpha_grid]
-    alphas = np.unique(np.concatenate(bands))
-    mean = _profits(spec, alphas, int(k), seeds, steps).mean(axis=0)
-    return BandProfits(alphas, mean, tuple(np.searchsorted(alphas, band) for band in bands))
-
-
-def best_undefended_response(
-    spec: MarketSpec,
-    alpha_grid: Sequence[float],
-    radius: float,
-    k: int,
-    seeds: Sequence[int],
-    steps: int | None = None,
-) -> Response:
-    """The δ = 0 action with the best stress objective on `seeds` (`BandProfits.objective`: for
-    each α0 of `alpha_grid` the worst mean episode profit over its stress band α0 ± `radius`,
-    averaged over α0) -- the statistic the gate compares on, so no undefended fixed action does
-    better by it (ties: the lowest action index). Every action is evaluated on the same draws."""
-    profits = band_profits(spec, alpha_grid, radius, k, seeds, steps)
-    best = profits.best(spec, defended=False)
-    level, markup, _ = spec.action_values(best)
-    return Response(best, level, markup, float(profits.objective()[best]),
-                    tuple(float(a) for a in alpha_grid), float(radius), int(k),
-                    tuple(int(s) for s in seeds))  # fmt: skip
 
 
 def oracle_markdown(oracle: pl.DataFrame) -> str:

@@ -79,7 +79,7 @@ class StaticPolicy:
 class TunedStaticPolicy(StaticPolicy):
     """The best undefended response (the tuned-static tier, DESIGN §5 "Policy tiers"): the fixed
     δ = 0 action with the best stress objective on the selection seeds
-    (`market.oracle.best_undefended_response`) -- the gate's baseline: beating it takes more
+    (`market.response.best_undefended_response`) -- the gate's baseline: beating it takes more
     than a price increase."""
 
     tier: str = field(default="tuned", init=False)

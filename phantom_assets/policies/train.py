@@ -74,7 +74,7 @@ def train_policy(
         run: optional W&B run (`tracking.wandb_run`) the learnable tiers log to while they train:
             SB3 tiers through `tracking.wandb_callback`, the Q-table per episode through
             `tracking.TrackedEpisodes`. Tracking never changes the trained policy.
-        reference_action: the best undefended response (`market.oracle.
+        reference_action: the best undefended response (`market.response.
             best_undefended_response`): the tuned-static tier plays it (required for it).
 
     Returns:

@@ -37,9 +37,9 @@ def test_selecting_on_the_test_seeds_would_break_the_level(monkeypatch):
     # The v1 mistake, re-enacted on the class-blind rule: every learnable candidate beats the
     # baseline, so only the detector value decides; choosing the best of 6 null detector values
     # on the seeds it is then tested on certifies far more often than 2.5%.
-    from phantom_assets.audit import gate
+    from phantom_assets.audit import selection
 
-    original = gate._select
+    original = selection.rank_candidates
 
     def select_on_test_seeds(profit, harm, *args):
         def swapped(cube):  # the held-out seeds labelled as selection seeds
@@ -47,7 +47,7 @@ def test_selecting_on_the_test_seeds_would_break_the_level(monkeypatch):
 
         return original(swapped(profit), swapped(harm), *args)
 
-    monkeypatch.setattr(gate, "_select", select_on_test_seeds)
+    monkeypatch.setattr(selection, "rank_candidates", select_on_test_seeds)
     layout = next(layout for layout in LAYOUTS if layout.name == "class_blind_rule")
     rate = gate_rejection_rate(layout, 200, np.random.default_rng(2026))
     assert rate > LEVEL + 3 * binomial_se(LEVEL, 200)

@@ -20,7 +20,7 @@ from phantom_assets.evaluation import (
     stress_rows,
 )
 from phantom_assets.market import make_env
-from phantom_assets.market.oracle import stress_alphas
+from phantom_assets.market.response import stress_alphas
 from tests.unit.evaluation.conftest import action
 
 ALPHAS, KS, SEEDS = (0.0, 0.5, 1.0), (2, 8), (40, 41, 42)

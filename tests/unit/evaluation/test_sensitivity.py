@@ -25,8 +25,8 @@ from phantom_assets.evaluation import (
 )
 from phantom_assets.evaluation.sensitivity import sensitivity_point
 from phantom_assets.market import MarketSpec, demo_spec
+from phantom_assets.market.columns import STEP_COLUMNS
 from phantom_assets.market.draws import engagement_strata
-from phantom_assets.market.engine import STEP_COLUMNS
 from phantom_assets.market.oracle import fixed_action_totals
 from tests.unit.evaluation.conftest import action
 

@@ -314,7 +314,7 @@ def _store_lines(store: str, summary: dict[str, Any]) -> list[str]:
     lines += _erosion_lines(erosion) if erosion else ["  COI erosion    not built"]
     if summary.get("observed_coi"):
         lines.append("  observed COI   " + "; ".join(
-            f"{r['class']} {_ci(r)}" if "class" in r else f"columns {r['columns']}"
+            f"{r['class']} {_ci(r, 4)}" if "class" in r else f"columns {r['columns']}"
             for r in summary["observed_coi"]))  # fmt: skip
     cert = summary.get("certification")
     lines += _certification_lines(cert) if cert else ["  certificate    not built"]

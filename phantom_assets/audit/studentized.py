@@ -107,8 +107,8 @@ class MeanTestResult:
         """The interval, mean, n and p in words (for the gate's reasons)."""
         side = ">" if self.alternative == "greater" else "<"
         if not (math.isfinite(self.ci_low) or math.isfinite(self.ci_high)):
-            return (f"all {self.n} seeds equal {self.mean:.4g} ({self.method}; one-sided p = "
-                    f"{self.p_value:.3g} for mean {side} {self.threshold:.4g})")  # fmt: skip
+            return (f"all {self.n} seeds equal {self.mean:.4g}: no spread, no evidence (one-sided "
+                    f"p = {self.p_value:.3g} for mean {side} {self.threshold:.4g})")  # fmt: skip
         return (
             f"{self.confidence:.0%} CI [{self.ci_low:.4g}, {self.ci_high:.4g}] (mean "
             f"{self.mean:.4g}, n = {self.n} seeds, one-sided p = {self.p_value:.3g} for mean "

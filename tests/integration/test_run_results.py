@@ -151,4 +151,4 @@ def test_the_summary_shows_missing_stages_as_not_built_and_reads_observed_coi(
     }  # fmt: skip
     text = render_summary(settings, summary)
     assert "certificate    not built" in text and "COI erosion    not built" in text
-    assert "agent 3.25 [2.50, 4.00]" in text
+    assert "agent 3.2500 [2.5000, 4.0000]" in text

@@ -53,7 +53,7 @@ def test_gate_refuses_a_class_blind_rule():
     assert profit.ci_low > 0 and detector.mean == 0.0 and detector.p_value == 1.0
     (reason,) = [r for r in decision.reasons if "detector value" in r]
     beyond = "not certified: detector value beyond engagement"
-    assert reason.startswith(f"{beyond}: all 24 seeds equal 0 (no spread")
+    assert reason.startswith(f"{beyond}: all 24 seeds equal 0: no spread, no evidence")
 
 
 def test_gate_refuses_a_defence_that_harms_humans_beyond_the_bound():

@@ -53,6 +53,8 @@ from scipy import stats
 DEFAULT_RESAMPLES = 9_999
 """a(B + 1) is a whole number for the usual levels (0.025: 250); the p floor is 1e-4."""
 DEFAULT_SKEW_ALLOWANCE = 2.3
+NO_SPREAD = "no spread"
+"""How `method` begins for values that are all equal (no evidence either way)."""
 MIN_CALIBRATED_N = 24
 """The smallest number of held-out seeds the calibration study covers."""
 ALTERNATIVES = ("greater", "less")
@@ -106,7 +108,7 @@ class MeanTestResult:
     def describe(self) -> str:
         """The interval, mean, n and p in words (for the gate's reasons)."""
         side = ">" if self.alternative == "greater" else "<"
-        if not (math.isfinite(self.ci_low) or math.isfinite(self.ci_high)):
+        if self.method.startswith(NO_SPREAD):
             return (f"all {self.n} seeds equal {self.mean:.4g}: no spread, no evidence (one-sided "
                     f"p = {self.p_value:.3g} for mean {side} {self.threshold:.4g})")  # fmt: skip
         return (
@@ -266,7 +268,7 @@ def mean_tests(
     p_value = np.where(flat, 1.0, p_value)
     method = (f"max of a studentized-bootstrap p ({resamples} resamples) and a Student-t p with "
               f"a Cornish-Fisher skewness allowance of {skew_allowance:g}")  # fmt: skip
-    labels = [f"no spread (all {n} values equal): no evidence, no rejection" if f else method
+    labels = [f"{NO_SPREAD} (all {n} values equal): no evidence, no rejection" if f else method
               for f in flat]  # fmt: skip
     return [
         MeanTestResult(

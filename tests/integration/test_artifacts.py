@@ -52,9 +52,11 @@ def built(built_pipeline: BuiltPipeline) -> Iterator[Built]:
 
 
 @pytest.fixture
-def copied(built_pipeline: BuiltPipeline, tmp_path: Path) -> Iterator[Built]:
-    """A private copy whose files may be tampered with."""
-    yield from _built(built_pipeline.copy_to(tmp_path))
+def copied(built_pipeline: BuiltPipeline, tmp_path: Path) -> Iterator[tuple[Built, Path]]:
+    """A private copy whose files may be tampered with, and the data root it was copied from
+    (its instance records the original's artifact paths)."""
+    for built in _built(built_pipeline.copy_to(tmp_path)):
+        yield built, built_pipeline.data_dir
 
 
 def _file_writing_keys(built: Built) -> list[dg.AssetKey]:
@@ -112,19 +114,22 @@ def test_market_simulators_record_both_spec_files(built: Built):
     )
 
 
-def test_verify_records_names_a_tampered_spec_npz(copied: Built):
-    built = copied
-    records = collect_lineage(
+def test_verify_records_names_a_tampered_spec_npz(copied: tuple[Built, Path]):
+    built, original_root = copied
+    lineage = collect_lineage(
         built.instance, built.graph, dg.AssetKey("market_simulators"), "hotel"
     )
-    assert verify_records(records).ok
+    # Rebased on the copy, as `phantom audit` does: the original's files stay untouched.
+    records = [record.relative_to(original_root) for record in lineage]
+    root = built.settings.data_dir
+    assert verify_records(records, root).ok
     spec = built.settings.lake.market_dir("hotel") / SPEC_ARRAYS_FILE
     original = spec.read_bytes()
     tampered = bytearray(original)
     tampered[len(tampered) // 2] ^= 0xFF
     spec.write_bytes(bytes(tampered))
     try:
-        result = verify_records(records)
+        result = verify_records(records, root)
     finally:
         spec.write_bytes(original)
     assert not result.ok
@@ -134,5 +139,5 @@ def test_verify_records_names_a_tampered_spec_npz(copied: Built):
         "hotel",
         "changed",
     )
-    assert Path(mismatch.file) == spec
+    assert root / mismatch.file == spec
     assert f"{SPEC_ARRAYS_FILE} changed" in (result.first_mismatch or "")

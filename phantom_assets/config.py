@@ -1,4 +1,5 @@
-"""One typed configuration for PHANTOM, with the `demo` and `study` profiles (DESIGN §9).
+"""One typed configuration for PHANTOM, with the `demo` and `study` profiles
+(docs/architecture.md#configuration).
 
 Pure: this module never reads the environment; the top floor turns environment variables
 (`PHANTOM_PROFILE`, `PHANTOM_DATA_DIR`, `PHANTOM_CONFIG`) into a `Settings` via `load_settings`
@@ -43,7 +44,7 @@ class SimulationConfig:
 
 @dataclass(frozen=True)
 class FingerprintConfig:
-    """Transition kernels and divergence scoring (DESIGN §5)."""
+    """Transition kernels and divergence scoring (docs/method.md#transition-kernels)."""
 
     kappa: float = DEFAULT_KAPPA
     folds: int = DEFAULT_FOLDS
@@ -70,7 +71,8 @@ class AgentsConfig:
         robust_alpha_candidates: α candidates of the adversary, evenly spaced over the ambiguity
             interval around the nominal α.
         ambiguity_radius_w1: ε of that interval, in engagement units (see `market.spec`).
-        stress_radius: r of the stress band α0 ± r of the evaluation (DESIGN §5).
+        stress_radius: r of the stress band α0 ± r of the evaluation
+            (docs/method.md#evaluation-protocol).
     """
 
     alpha_grid: tuple[float, ...] = (0.0, 0.5, 1.0)
@@ -103,7 +105,8 @@ class AgentsConfig:
 
 @dataclass(frozen=True)
 class ContaminationConfig:
-    """Generator G(alpha) (DESIGN §5); its α grid is `AgentsConfig.alpha_grid`."""
+    """Generator G(α) (docs/method.md#contamination-generator); its α grid is
+    `AgentsConfig.alpha_grid`."""
 
     monotonic_tolerance: float = 0.02
     seed: int = 13
@@ -111,7 +114,7 @@ class ContaminationConfig:
 
 @dataclass(frozen=True)
 class MarketConfig:
-    """The simulated market compiled per store (DESIGN §5 "Market v3"): session-based quoting,
+    """The simulated market compiled per store (docs/method.md#the-market): session-based quoting,
     agents that reconnoitre in K sessions, detector-aware quoting, robustness over (α, K) (the K
     and α sets are `AgentsConfig`'s).
 
@@ -185,7 +188,7 @@ class MarketConfig:
 
 @dataclass(frozen=True)
 class TrainingConfig:
-    """Policy tiers and budgets (DESIGN §5 "Policy tiers").
+    """Policy tiers and budgets (docs/method.md#policy-tiers).
 
     The ablation tier also trains in the two charged modes (λ = `ablation_lam`, with and without
     the adversary), so the effects of λ and of the adversary can be separated.
@@ -208,8 +211,8 @@ class TrainingConfig:
 
 @dataclass(frozen=True)
 class EvaluationConfig:
-    """Evaluation protocol (DESIGN §5) and the gate's disjoint seed sets (DESIGN §8); its α and K
-    grids and stress band are `AgentsConfig`'s.
+    """Evaluation protocol (docs/method.md#evaluation-protocol) and the gate's disjoint seed sets
+    (docs/method.md#certification); its α and K grids and stress band are `AgentsConfig`'s.
 
     Episode seeds `seed … seed+episodes−1` serve the curves and the gate's *selection*; the
     held-out seeds `test_seed … test_seed+test_episodes−1` are used only to test the selected
@@ -221,7 +224,7 @@ class EvaluationConfig:
     seed: int = 17
     test_seed: int = 100_017
     gate_candidates: int = 1
-    max_human_harm: float = 0.02  # the gate's bound on humans' total harm (DESIGN §8)
+    max_human_harm: float = 0.02  # humans' total harm bound (docs/method.md#promotion-gate)
 
     def __post_init__(self) -> None:
         if self.episodes < 1 or self.test_episodes < 1 or self.gate_candidates < 1:
@@ -259,7 +262,7 @@ class Settings:
     training: TrainingConfig = field(default_factory=TrainingConfig)
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
 
-    # --- storage layout (DESIGN §2 / §12) -------------------------------------------------------
+    # --- storage layout (docs/architecture.md#lake-layout) ---------------------------------------
     @property
     def incoming_dir(self) -> Path:
         return self.data_dir / "incoming"

@@ -1,4 +1,5 @@
-"""Audit group: the certification report of a store's best defended policy (DESIGN §8)."""
+"""Audit group: the certification report of a store's best defended policy
+(docs/method.md#certification)."""
 
 from collections.abc import Sequence
 from typing import Any

@@ -45,7 +45,8 @@ def with_settings(code_version: str, *sections: object) -> str:
     """`code_version` extended by a hash of the settings sections an asset computes with.
 
     The settings are part of the asset's logic: changing κ or a training budget must mark
-    exactly the assets that read it stale (DESIGN §2), and nothing else.
+    exactly the assets that read it stale (docs/architecture.md#code-versions-and-data-versions),
+    and nothing else.
     """
     payload = json.dumps(
         [dataclasses.asdict(s) if dataclasses.is_dataclass(s) else s for s in sections],

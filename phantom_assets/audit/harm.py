@@ -1,4 +1,5 @@
-"""The gate's human-harm bound: a one-sided Student-t bound of the held-out mean (DESIGN §8).
+"""The gate's human-harm bound: a one-sided Student-t bound of the held-out mean
+(docs/method.md#promotion-gate).
 
 The harm share (extra paid plus spend lost by humans vs the same action with δ = 0) is averaged
 per held-out episode seed like every gate quantity, then tested against the configured bound:

@@ -1,4 +1,4 @@
-"""A readable certificate (markdown) from a `CertificationReport` (DESIGN §8)."""
+"""A readable certificate (markdown) from a `CertificationReport` (docs/method.md#certification)."""
 
 from __future__ import annotations
 

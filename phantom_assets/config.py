@@ -33,23 +33,48 @@ DEFAULT_DATA_DIR = Path("data")
 
 @dataclass(frozen=True)
 class SimulationConfig:
-    """Knobs of `phantom simulate` (the storefront session simulator)."""
+    """Knobs of `phantom simulate` (the storefront session simulator).
+
+    Attributes:
+        seed: seed of the simulated demo corpus.
+        humans_per_store: human subjects simulated per store; each does one task in one
+            session or two (a first look, then a return visit).
+        agents_per_store: LLM-agent subjects per store; each splits its task over several clean
+            sessions and buys from a fresh one.
+        separability: 1.0 = the default behavioural gap between the classes; 0.0 = agents
+            behave exactly like humans (the honesty setting: nothing may certify).
+    """
 
     seed: int = 20251130
     humans_per_store: int = 120
-    agents_per_store: int = 40  # agent *subjects*; each splits its task over several sessions
-    # 1.0 = the default behavioural gap; 0.0 = agents behave exactly like humans (honesty tests).
+    agents_per_store: int = 40
     separability: float = 1.0
 
 
 @dataclass(frozen=True)
 class FingerprintConfig:
-    """Transition kernels and divergence scoring (docs/method.md#transition-kernels)."""
+    """Transition kernels, divergence scores and the separability report
+    (docs/method.md#transition-kernels).
+
+    Attributes:
+        kappa: κ, additive smoothing of the transition kernels; 0 = the pure maximum-likelihood
+            estimate.
+        folds: cross-fitting folds, assigned by experiment (one subject's sessions share a fold).
+        temperature: T of the agent probability f = σ(gap / T).
+        calibration: the f every downstream asset uses: "temperature" (σ(gap / T)) or
+            "logistic" (the out-of-fold logistic calibration of the gap); both are reported.
+        max_prefix: longest prefix, in events, of the accuracy-by-prefix curve.
+        bootstrap_draws: resamples of the separability report's AUC interval and of every
+            contaminated dataset's α̂ interval.
+        permutation_draws: permutations B of the separability test (its smallest p is
+            1/(B + 1)).
+        seed: seed of the separability report's permutations and resamples.
+    """
 
     kappa: float = DEFAULT_KAPPA
     folds: int = DEFAULT_FOLDS
     temperature: float = DEFAULT_TEMPERATURE
-    calibration: str = "temperature"  # "temperature" | "logistic" (both are always reported)
+    calibration: str = "temperature"
     max_prefix: int = 12
     bootstrap_draws: int = 1000
     permutation_draws: int = 1000
@@ -106,7 +131,13 @@ class AgentsConfig:
 @dataclass(frozen=True)
 class ContaminationConfig:
     """Generator G(α) (docs/method.md#contamination-generator); its α grid is
-    `AgentsConfig.alpha_grid`."""
+    `AgentsConfig.alpha_grid`.
+
+    Attributes:
+        monotonic_tolerance: how far mean f may drop from one α to the next before the
+            `mean_f_rises_with_alpha` check warns.
+        seed: seed of the synthetic agent sessions (each store × α partition adds its offset).
+    """
 
     monotonic_tolerance: float = 0.02
     seed: int = 13
@@ -192,6 +223,19 @@ class TrainingConfig:
 
     The ablation tier also trains in the two charged modes (λ = `ablation_lam`, with and without
     the adversary), so the effects of λ and of the adversary can be separated.
+
+    Attributes:
+        tiers: the policy tiers trained per store; the static engine and the tuned-static tier
+            are required (the certificate compares every candidate with them).
+        timesteps: environment steps of training per learnable policy and training seed.
+        seeds: training seeds; each policy is trained once per seed, and the seeds are averaged
+            within an episode seed before any interval.
+        device: torch device of the SB3 tiers ("cpu" or "cuda").
+        torch_threads: torch intra-op threads while training and evaluating the SB3 tiers
+            (fixed, so a rerun reproduces the weights).
+        ablation_tier: the tier also trained in the two charged modes (the λ × adversary
+            factorial).
+        ablation_lam: λ, the leak charged in the reward of the charged modes.
     """
 
     tiers: tuple[str, ...] = ("static", "tuned", "surge", "linear", "qtable", "ppo", "dqn")
@@ -217,6 +261,17 @@ class EvaluationConfig:
     Episode seeds `seed … seed+episodes−1` serve the curves and the gate's *selection*; the
     held-out seeds `test_seed … test_seed+test_episodes−1` are used only to test the selected
     candidate, so the two ranges must not overlap.
+
+    Attributes:
+        episodes: selection episode seeds per (α, K), common to every policy: the curves' n and
+            the gate's selection.
+        test_episodes: held-out episode seeds, used only to test the gate's candidates (the
+            gate certifies only from 24).
+        seed: first selection episode seed.
+        test_seed: first held-out episode seed.
+        gate_candidates: candidates the gate tests on the held-out seeds (Holm-corrected).
+        max_human_harm: the gate's bound on humans' total harm: what they overpay plus the spend
+            of purchases lost, as a share of their spend under the best undefended response.
     """
 
     episodes: int = 8
@@ -224,7 +279,7 @@ class EvaluationConfig:
     seed: int = 17
     test_seed: int = 100_017
     gate_candidates: int = 1
-    max_human_harm: float = 0.02  # humans' total harm bound (docs/method.md#promotion-gate)
+    max_human_harm: float = 0.02
 
     def __post_init__(self) -> None:
         if self.episodes < 1 or self.test_episodes < 1 or self.gate_candidates < 1:
@@ -249,7 +304,21 @@ class EvaluationConfig:
 
 @dataclass(frozen=True)
 class Settings:
-    """Everything a PHANTOM run is parameterised by. Frozen; `config_hash` identifies it."""
+    """Everything a PHANTOM run is parameterised by. Frozen; `config_hash` identifies it.
+
+    Attributes:
+        profile: the profile the values were resolved from ("demo" or "study").
+        data_dir: the storage root: lake, warehouse, reports, logs (`PHANTOM_DATA_DIR`).
+        accept_legacy_store: keep rows of the legacy store `shop` instead of quarantining them.
+        simulation: `[simulation]`: the demo corpus of `phantom simulate`.
+        agents: `[agents]`: the share α of shoppers who send an agent and the clean sessions K
+            each agent runs; every α and K grid.
+        fingerprint: `[fingerprint]`: transition kernels, divergence scores, separability.
+        contamination: `[contamination]`: the contaminated datasets G(α).
+        market: `[market]`: the simulated market compiled per store.
+        training: `[training]`: policy tiers and training budgets.
+        evaluation: `[evaluation]`: the evaluation protocol and the certification gate.
+    """
 
     profile: str = DEFAULT_PROFILE
     data_dir: Path = DEFAULT_DATA_DIR

@@ -1,5 +1,6 @@
 """What the launchpad shows: every setting and run-time knob as a typed, described field with its
-real default (generated from the settings dataclasses, never a JSON string)."""
+real default (generated from the settings dataclasses, never a JSON string), and every check of
+the code location with a description."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import dagster as dg
 import pytest
 
+from orchestration.definitions import build_definitions
 from phantom_assets.assets.config_types import config_class, field_descriptions
 from phantom_assets.assets.defense import RUN_TIME_HYPERPARAMETERS, TrainingOverrides
 from phantom_assets.assets.publish import PublishConfig
@@ -127,3 +129,15 @@ def test_trained_policies_config_shows_the_real_hyperparameter_defaults_with_des
 def test_publish_config_fields_are_described():
     fields = _fields(PublishConfig.to_config_schema().config_type)
     assert all(field.description for field in fields.values()), sorted(fields)
+
+
+def test_every_check_of_the_code_location_has_a_description(tmp_path: Path):
+    graph = build_definitions(load_settings("demo", tmp_path)).resolve_asset_graph()
+    specs = [graph.get_check_spec(key) for key in graph.asset_check_keys]
+    assert len(specs) > 100  # the Python checks and every dbt data test
+    undescribed = sorted(str(spec.key) for spec in specs if not spec.description)
+    assert undescribed == []
+    (store_check,) = (s for s in specs if s.name.startswith("accepted_values_sessions_store"))
+    assert store_check.description == (
+        "`store` is one of the values of the dbt var `phantom_stores`."
+    )

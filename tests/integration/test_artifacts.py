@@ -103,6 +103,23 @@ def test_recorded_artifacts_exist_and_hash_to_the_recorded_data_version(built: B
             assert combined_digest(paths) == event.tags[DATA_VERSION_TAG], label
 
 
+def test_every_column_of_a_python_asset_table_is_described(built: Built):
+    tables = {
+        key.to_user_string(): event.metadata["dagster/column_schema"].schema.columns
+        for key in _file_writing_keys(built)
+        for event in _materializations(built, key)
+        if "dagster/column_schema" in event.metadata
+    }
+    assert len(tables) >= 12  # events ... benchmark curves: every tabular Python asset
+    undescribed = sorted(
+        f"{asset}.{column.name}"
+        for asset, columns in tables.items()
+        for column in columns
+        if not column.description
+    )
+    assert undescribed == [], "add them to phantom_assets/columns.py"
+
+
 def test_market_simulators_record_both_spec_files(built: Built):
     (event,) = (e for e in _materializations(built, dg.AssetKey("market_simulators"))
                 if e.partition == "hotel")  # fmt: skip

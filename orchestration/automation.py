@@ -1,4 +1,4 @@
-"""Declarative automation: what rebuilds by itself, and when (DESIGN §6).
+"""Declarative automation: what rebuilds by itself, and when (docs/architecture.md#automation).
 
 An asset is requested only when something it computes from actually changed: an input's *data
 version* (not merely a new materialization of it) or its own code version (settings included),

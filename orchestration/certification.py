@@ -1,4 +1,5 @@
-"""Offline verification and replay of a certification report (`phantom audit`, DESIGN §8).
+"""Offline verification and replay of a certification report (`phantom audit`,
+docs/architecture.md#audit-and-tamper-evidence).
 
 Verification re-hashes every stored artifact the report lists and compares with the recorded
 data versions (tamper evidence). Replay re-materializes one recorded asset partition from its

@@ -1,4 +1,5 @@
-"""`phantom` command line: simulate, run, summary, batches, publish, audit, bench (DESIGN §12).
+"""`phantom` command line: simulate, run, summary, batches, publish, audit, bench
+(docs/architecture.md#command-line).
 
 All commands honour PHANTOM_DATA_DIR / PHANTOM_PROFILE / PHANTOM_CONFIG and DAGSTER_HOME.
 """

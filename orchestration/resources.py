@@ -8,7 +8,6 @@ optional experiment tracking; without them nothing is sent and wandb is never im
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -71,11 +70,7 @@ def build_resources(settings: Settings) -> dict[str, object]:
     """The resource dict for `settings`: storage, warehouse (DuckDB), dbt, the Hub and the
     optional experiment tracking."""
     return {
-        "storage": StorageResource(
-            data_dir=str(settings.data_dir.resolve()),
-            profile=settings.profile,
-            settings_json=json.dumps(settings.as_dict(), sort_keys=True),
-        ),
+        "storage": StorageResource.of(settings),
         "warehouse": DuckDBResource(database=str(settings.warehouse_path.resolve())),
         "hub": hub_from_env(),
         "experiment_tracking": tracking_from_env(),

@@ -3,7 +3,8 @@
 The graph is cut into *stages* (topologically ordered assets sharing one partitions definition;
 each is a job of the code location) and each stage into one *task* per partition key; a task is
 one Dagster run (the stage's job, executed in process for that key against the persistent
-instance, so it is in the UI's history under that job with its logs and lineage). Tasks are
+instance, so it is in the UI's history under that job with its logs and lineage, tagged
+`phantom/stage` with the stage's assets as the progress line names them). Tasks are
 dispatched to `workers` processes as soon as the tasks they depend on have succeeded (the same
 store's tasks of every upstream stage): two cores train two policies, or build one store's
 market while the other store scores. Each worker builds the
@@ -61,6 +62,7 @@ from phantom_assets.config import Settings
 from phantom_assets.storage import remove_stale_temp_files
 
 LAUNCHED_BY_TAG = "phantom/launched_by"
+STAGE_TAG = "phantom/stage"  # the stage's assets, as its progress line names them
 POLL_S = 1.0  # how often a waiting runner looks again (sleeping in between, not spinning)
 
 
@@ -238,8 +240,9 @@ class _Scheduler:
                 self.running[i] = task
                 self.progress.started(task.stage)
                 stage = self.stages[task.stage]
+                tags = {**self.tags, STAGE_TAG: stage.label}
                 workers.submit(TaskRequest(i, stage.job, as_requests(stage.keys), task.partition,
-                                           self.tags, self.run_config))  # fmt: skip
+                                           tags, self.run_config))  # fmt: skip
             if not self.running and not self._ready() and len(self.status) < len(self.tasks):
                 self._skip_downstream_of_failures()
                 if not self._ready() and len(self.status) < len(self.tasks):

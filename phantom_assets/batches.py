@@ -1,8 +1,9 @@
 """The batch registry: one record per ingested raw file, keyed `<YYYYMMDD>_<sha256[:10]>`.
 
 A batch key names the content, not the file: re-registering the same bytes (even renamed or copied
-again later) returns the existing key, so re-ingest is idempotent (DESIGN §3.3). The date part is
-the file's modification day (UTC) at first registration, which keeps keys sortable by arrival.
+again later) returns the existing key, so re-ingest is idempotent (docs/method.md#bad-input). The
+date part is the file's modification day (UTC) at first registration, which keeps keys sortable by
+arrival.
 
 The demo's simulated files live in their own folder, `incoming/demo/`, and their records carry
 `demo: true`, so a user's own exports are never mistaken for (or pooled with) the demo.

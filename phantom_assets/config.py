@@ -1,4 +1,5 @@
-"""One typed configuration for PHANTOM, with the `demo` and `study` profiles (DESIGN §9).
+"""One typed configuration for PHANTOM, with the `demo` and `study` profiles
+(docs/architecture.md#configuration).
 
 Pure: this module never reads the environment; the top floor turns environment variables
 (`PHANTOM_PROFILE`, `PHANTOM_DATA_DIR`, `PHANTOM_CONFIG`) into a `Settings` via `load_settings`
@@ -32,23 +33,48 @@ DEFAULT_DATA_DIR = Path("data")
 
 @dataclass(frozen=True)
 class SimulationConfig:
-    """Knobs of `phantom simulate` (the storefront session simulator)."""
+    """Knobs of `phantom simulate` (the storefront session simulator).
+
+    Attributes:
+        seed: seed of the simulated demo corpus.
+        humans_per_store: human subjects simulated per store; each does one task in one
+            session or two (a first look, then a return visit).
+        agents_per_store: LLM-agent subjects per store; each splits its task over several clean
+            sessions and buys from a fresh one.
+        separability: 1.0 = the default behavioural gap between the classes; 0.0 = agents
+            behave exactly like humans (the honesty setting: nothing may certify).
+    """
 
     seed: int = 20251130
     humans_per_store: int = 120
-    agents_per_store: int = 40  # agent *subjects*; each splits its task over several sessions
-    # 1.0 = the default behavioural gap; 0.0 = agents behave exactly like humans (honesty tests).
+    agents_per_store: int = 40
     separability: float = 1.0
 
 
 @dataclass(frozen=True)
 class FingerprintConfig:
-    """Transition kernels and divergence scoring (DESIGN §5)."""
+    """Transition kernels, divergence scores and the separability report
+    (docs/method.md#transition-kernels).
+
+    Attributes:
+        kappa: κ, additive smoothing of the transition kernels; 0 = the pure maximum-likelihood
+            estimate.
+        folds: cross-fitting folds, assigned by experiment (one subject's sessions share a fold).
+        temperature: T of the agent probability f = σ(gap / T).
+        calibration: the f every downstream asset uses: "temperature" (σ(gap / T)) or
+            "logistic" (the out-of-fold logistic calibration of the gap); both are reported.
+        max_prefix: longest prefix, in events, of the accuracy-by-prefix curve.
+        bootstrap_draws: resamples of the separability report's AUC interval and of every
+            contaminated dataset's α̂ interval.
+        permutation_draws: permutations B of the separability test (its smallest p is
+            1/(B + 1)).
+        seed: seed of the separability report's permutations and resamples.
+    """
 
     kappa: float = DEFAULT_KAPPA
     folds: int = DEFAULT_FOLDS
     temperature: float = DEFAULT_TEMPERATURE
-    calibration: str = "temperature"  # "temperature" | "logistic" (both are always reported)
+    calibration: str = "temperature"
     max_prefix: int = 12
     bootstrap_draws: int = 1000
     permutation_draws: int = 1000
@@ -70,7 +96,8 @@ class AgentsConfig:
         robust_alpha_candidates: α candidates of the adversary, evenly spaced over the ambiguity
             interval around the nominal α.
         ambiguity_radius_w1: ε of that interval, in engagement units (see `market.spec`).
-        stress_radius: r of the stress band α0 ± r of the evaluation (DESIGN §5).
+        stress_radius: r of the stress band α0 ± r of the evaluation
+            (docs/method.md#evaluation-protocol).
     """
 
     alpha_grid: tuple[float, ...] = (0.0, 0.5, 1.0)
@@ -103,7 +130,14 @@ class AgentsConfig:
 
 @dataclass(frozen=True)
 class ContaminationConfig:
-    """Generator G(alpha) (DESIGN §5); its α grid is `AgentsConfig.alpha_grid`."""
+    """Generator G(α) (docs/method.md#contamination-generator); its α grid is
+    `AgentsConfig.alpha_grid`.
+
+    Attributes:
+        monotonic_tolerance: how far mean f may drop from one α to the next before the
+            `mean_f_rises_with_alpha` check warns.
+        seed: seed of the synthetic agent sessions (each store × α partition adds its offset).
+    """
 
     monotonic_tolerance: float = 0.02
     seed: int = 13
@@ -111,7 +145,7 @@ class ContaminationConfig:
 
 @dataclass(frozen=True)
 class MarketConfig:
-    """The simulated market compiled per store (DESIGN §5 "Market v3"): session-based quoting,
+    """The simulated market compiled per store (docs/method.md#the-market): session-based quoting,
     agents that reconnoitre in K sessions, detector-aware quoting, robustness over (α, K) (the K
     and α sets are `AgentsConfig`'s).
 
@@ -185,10 +219,23 @@ class MarketConfig:
 
 @dataclass(frozen=True)
 class TrainingConfig:
-    """Policy tiers and budgets (DESIGN §5 "Policy tiers").
+    """Policy tiers and budgets (docs/method.md#policy-tiers).
 
     The ablation tier also trains in the two charged modes (λ = `ablation_lam`, with and without
     the adversary), so the effects of λ and of the adversary can be separated.
+
+    Attributes:
+        tiers: the policy tiers trained per store; the static engine and the tuned-static tier
+            are required (the certificate compares every candidate with them).
+        timesteps: environment steps of training per learnable policy and training seed.
+        seeds: training seeds; each policy is trained once per seed, and the seeds are averaged
+            within an episode seed before any interval.
+        device: torch device of the SB3 tiers ("cpu" or "cuda").
+        torch_threads: torch intra-op threads while training and evaluating the SB3 tiers
+            (fixed, so a rerun reproduces the weights).
+        ablation_tier: the tier also trained in the two charged modes (the λ × adversary
+            factorial).
+        ablation_lam: λ, the leak charged in the reward of the charged modes.
     """
 
     tiers: tuple[str, ...] = ("static", "tuned", "surge", "linear", "qtable", "ppo", "dqn")
@@ -208,12 +255,23 @@ class TrainingConfig:
 
 @dataclass(frozen=True)
 class EvaluationConfig:
-    """Evaluation protocol (DESIGN §5) and the gate's disjoint seed sets (DESIGN §8); its α and K
-    grids and stress band are `AgentsConfig`'s.
+    """Evaluation protocol (docs/method.md#evaluation-protocol) and the gate's disjoint seed sets
+    (docs/method.md#certification); its α and K grids and stress band are `AgentsConfig`'s.
 
     Episode seeds `seed … seed+episodes−1` serve the curves and the gate's *selection*; the
     held-out seeds `test_seed … test_seed+test_episodes−1` are used only to test the selected
     candidate, so the two ranges must not overlap.
+
+    Attributes:
+        episodes: selection episode seeds per (α, K), common to every policy: the curves' n and
+            the gate's selection.
+        test_episodes: held-out episode seeds, used only to test the gate's candidates (the
+            gate certifies only from 24).
+        seed: first selection episode seed.
+        test_seed: first held-out episode seed.
+        gate_candidates: candidates the gate tests on the held-out seeds (Holm-corrected).
+        max_human_harm: the gate's bound on humans' total harm: what they overpay plus the spend
+            of purchases lost, as a share of their spend under the best undefended response.
     """
 
     episodes: int = 8
@@ -221,7 +279,7 @@ class EvaluationConfig:
     seed: int = 17
     test_seed: int = 100_017
     gate_candidates: int = 1
-    max_human_harm: float = 0.02  # the gate's bound on humans' total harm (DESIGN §8)
+    max_human_harm: float = 0.02
 
     def __post_init__(self) -> None:
         if self.episodes < 1 or self.test_episodes < 1 or self.gate_candidates < 1:
@@ -246,7 +304,21 @@ class EvaluationConfig:
 
 @dataclass(frozen=True)
 class Settings:
-    """Everything a PHANTOM run is parameterised by. Frozen; `config_hash` identifies it."""
+    """Everything a PHANTOM run is parameterised by. Frozen; `config_hash` identifies it.
+
+    Attributes:
+        profile: the profile the values were resolved from ("demo" or "study").
+        data_dir: the storage root: lake, warehouse, reports, logs (`PHANTOM_DATA_DIR`).
+        accept_legacy_store: keep rows of the legacy store `shop` instead of quarantining them.
+        simulation: `[simulation]`: the demo corpus of `phantom simulate`.
+        agents: `[agents]`: the share α of shoppers who send an agent and the clean sessions K
+            each agent runs; every α and K grid.
+        fingerprint: `[fingerprint]`: transition kernels, divergence scores, separability.
+        contamination: `[contamination]`: the contaminated datasets G(α).
+        market: `[market]`: the simulated market compiled per store.
+        training: `[training]`: policy tiers and training budgets.
+        evaluation: `[evaluation]`: the evaluation protocol and the certification gate.
+    """
 
     profile: str = DEFAULT_PROFILE
     data_dir: Path = DEFAULT_DATA_DIR
@@ -259,7 +331,7 @@ class Settings:
     training: TrainingConfig = field(default_factory=TrainingConfig)
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
 
-    # --- storage layout (DESIGN §2 / §12) -------------------------------------------------------
+    # --- storage layout (docs/architecture.md#lake-layout) ---------------------------------------
     @property
     def incoming_dir(self) -> Path:
         return self.data_dir / "incoming"

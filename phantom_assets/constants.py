@@ -22,7 +22,8 @@ RECORD_TYPES: Final[tuple[str, ...]] = (INTERACTION, PRICE_LOG)
 # A price-log record's event name: the price the shop quoted a session for one product.
 PRICE_QUOTE_EVENT: Final[str] = "price_quote"
 
-# --- canonical event vocabulary (DESIGN §3.2); order fixes the kernel's row/column order -------
+# --- canonical event vocabulary (docs/method.md#canonical-events) -------------------------------
+# The order fixes the kernel's row/column order.
 SESSION_EVENTS: Final[tuple[str, ...]] = ("session_start",)
 NAVIGATION_EVENTS: Final[tuple[str, ...]] = ("page_view", "view_item_page", "learn_more_about_item")
 CART_EVENTS: Final[tuple[str, ...]] = (
@@ -82,7 +83,7 @@ EVENT_ALIASES: Final[dict[str, str]] = {
 }
 ADMIN_PAGE_PREFIX: Final[str] = "/admin/"
 
-# --- quarantine reasons (machine-readable; DESIGN §3.3) ----------------------------------------
+# --- quarantine reasons (machine-readable; docs/method.md#bad-input) ------------------------------
 QUARANTINE_REASONS: Final[tuple[str, ...]] = (
     "missing_session_id",
     "unparseable_timestamp",
@@ -98,7 +99,7 @@ QUARANTINE_REASONS: Final[tuple[str, ...]] = (
 )
 MAX_FIELD_CHARS: Final[int] = 65_536  # any single text field longer than this is quarantined
 
-# --- demand proxy weights (DESIGN §5; pitfall §10.7: weights keyed by the real event names) ----
+# --- demand proxy weights, keyed by the real event names (docs/method.md#contamination-generator)
 DEMAND_WEIGHT_BY_CATEGORY: Final[dict[str, float]] = {
     "cart": 4.0,
     "dwell": 2.0,
@@ -112,7 +113,7 @@ DEMAND_WEIGHTS: Final[dict[str, float]] = {
     **{e: DEMAND_WEIGHT_BY_CATEGORY["filter"] for e in FILTER_EVENTS},
 }
 
-# --- store prices from price logs (DESIGN §5 Market v3, §12 store_prices) -----------------------
+# --- store prices from price logs (docs/method.md#store-prices-from-the-price-logs) ---------------
 # Interactions that show a product's price; each is followed (same session, a few ms later) by a
 # price log. Cart and checkout events repeat the price locked at the item view.
 PRICED_EVENTS: Final[tuple[str, ...]] = (
@@ -152,7 +153,7 @@ DEFAULT_TEMPERATURE: Final[float] = 1.0
 MIN_EVENTS_FOR_KERNEL: Final[int] = 2
 ROW_SUM_TOLERANCE: Final[float] = 1e-9
 
-# --- canonical columns (DESIGN §3.2 / §12) -----------------------------------------------------
+# --- canonical columns (docs/architecture.md#column-contracts) ------------------------------------
 CANONICAL_COLUMNS: Final[tuple[str, ...]] = (
     "event_id",
     "batch_id",
@@ -173,7 +174,7 @@ CANONICAL_COLUMNS: Final[tuple[str, ...]] = (
     "ts_source",
 )
 
-# --- evaluation splits and the gate's references (DESIGN §8) ------------------------------------
+# --- evaluation splits and the gate's references (docs/method.md#promotion-gate) ------------------
 # The store's own pricing and the best undefended response: every candidate is compared with them.
 GATE_REFERENCE_TIERS: Final[tuple[str, ...]] = ("static", "tuned")
 # Stress rows of the selection seeds choose the band's worst alpha and the gate's candidate; rows

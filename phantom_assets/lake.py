@@ -1,7 +1,7 @@
 """The lake layout: every folder and file name under `<data>/lake`, and the partition-key codecs.
 
-The one owner of the layout (DESIGN §2, §12): assets, the CLI, the audit and the publisher ask a
-`Lake` where an artifact lives instead of spelling paths. Folders are Hive-style
+The one owner of the layout (docs/architecture.md#lake-layout): assets, the CLI, the audit and the
+publisher ask a `Lake` where an artifact lives instead of spelling paths. Folders are Hive-style
 (`<asset>/<dim>=<value>/…`) so `read_partitions` turns them back into columns. Pure: no Dagster,
 no environment.
 """

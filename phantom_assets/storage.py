@@ -1,4 +1,4 @@
-"""Atomic, content-addressed file storage for the lake (DESIGN §4, §12).
+"""Atomic, content-addressed file storage for the lake (docs/architecture.md#lake-layout).
 
 Every artifact is written to a temporary file in the destination folder and renamed into place,
 so a killed run never leaves a partial artifact; the content hash of what was written becomes the

@@ -1,4 +1,5 @@
-"""Audit group: the certification report of a store's best defended policy (DESIGN §8)."""
+"""Audit group: the certification report of a store's best defended policy
+(docs/method.md#certification)."""
 
 from collections.abc import Sequence
 from typing import Any
@@ -113,7 +114,8 @@ def certification_report(
     )  # fmt: skip
     folder = settings.lake.certification_dir(store)
     write_bytes_atomic(report.to_json().encode(), folder / REPORT_FILE)
-    write_bytes_atomic(render_markdown(report).encode(), folder / REPORT_MD_FILE)
+    certificate = render_markdown(report)
+    write_bytes_atomic(certificate.encode(), folder / REPORT_MD_FILE)
     version, artifacts = artifact_version(folder / REPORT_FILE, folder / REPORT_MD_FILE)
     context.log.info(f"{store}: {decision.candidate} "
                      f"{'CERTIFIED' if decision.certified else 'not certified'}")  # fmt: skip
@@ -126,6 +128,9 @@ def certification_report(
             "baseline": baseline,
             "static": static,
             "reasons": dg.MetadataValue.md("\n".join(f"- {r}" for r in decision.reasons)),
+            # The whole certificate (report.md): the UI opens it in a window of its own, so no
+            # reason is cut off by the width of the metadata table.
+            "certificate": dg.MetadataValue.md(certificate),
             "n_lineage_records": len(records),
             "missing_evaluations": str(missing),
             "n_pairs": decision.n_pairs,

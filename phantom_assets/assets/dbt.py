@@ -1,6 +1,7 @@
 """Warehouse group: the dbt-duckdb models (staging -> intermediate -> marts) and their tests."""
 
 import json
+import re
 import shutil
 from collections.abc import Mapping
 from typing import Any
@@ -61,13 +62,51 @@ class PhantomDbtTranslator(DagsterDbtTranslator):
         checksum = super().get_code_version(dbt_resource_props)
         return with_settings(checksum, self.stores) if checksum else None
 
+    def get_asset_check_spec(
+        self,
+        asset_spec: dg.AssetSpec,
+        manifest: Mapping[str, Any],
+        unique_id: str,
+        project: DbtProject | None,
+    ) -> dg.AssetCheckSpec | None:
+        spec = super().get_asset_check_spec(asset_spec, manifest, unique_id, project)
+        if spec is None or spec.description:
+            return spec
+        return spec._replace(description=dbt_test_description(manifest["nodes"][unique_id]))
+
+
+def _unquoted(jinja: str) -> str:
+    """`ref('sessions')` -> `sessions`, `{{ var('phantom_stores') }}` -> `phantom_stores`."""
+    return re.sub(r"^\W*\w+\('([^']+)'\)\W*$", r"\1", jinja)
+
+
+def dbt_test_description(node: Mapping[str, Any]) -> str:
+    """What a dbt data test checks, in words: its own description (singular tests describe
+    themselves in `tests/_singular_tests.yml`), else one built from the generic test's kwargs."""
+    if node.get("description"):
+        return node["description"]
+    generic = node.get("test_metadata") or {}
+    kwargs, column = generic.get("kwargs", {}), f"`{node.get('column_name')}`"
+    values = kwargs.get("values")
+    allowed = (", ".join(f"`{v}`" for v in values) if isinstance(values, list)
+               else f"the values of the dbt var `{_unquoted(str(values))}`")  # fmt: skip
+    sentences = {
+        "not_null": f"{column} is never null.",
+        "unique": f"{column} is unique: one row per value.",
+        "accepted_values": f"{column} is one of {allowed}.",
+        "relationships": f"Every {column} exists in "
+        f"`{_unquoted(str(kwargs.get('to')))}.{kwargs.get('field')}`.",
+    }
+    return sentences.get(generic.get("name"), f"dbt test `{node['name']}`.")
+
 
 def with_table_metadata(invocation: DbtCliInvocation, event: ModelEvent) -> ModelEvent:
-    """`event`, with `dagster/row_count` and `dagster/column_schema` added when it is a model's
-    (tables and views alike: ours are thin selects over the lake), queried through dbt's DuckDB
-    adapter. Call it only after the dbt process has exited: DuckDB has one writer, so a metadata
-    query while dbt still builds takes the file's lock and fails dbt's next model (dagster-dbt's
-    `fetch_row_counts` queries from threads while dbt runs: it did, under load)."""
+    """`event`, with `dagster/row_count` and `dagster/column_schema` (with the descriptions of the
+    model's .yml) added when it is a model's (tables and views alike: ours are thin selects over
+    the lake), queried through dbt's DuckDB adapter. Call it only after the dbt process has
+    exited: DuckDB has one writer, so a metadata query while dbt still builds takes the file's
+    lock and fails dbt's next model (dagster-dbt's `fetch_row_counts` queries from threads while
+    dbt runs: it did, under load)."""
     adapter = invocation.adapter
     if not isinstance(event, dg.Output | dg.AssetMaterialization) or adapter is None:
         return event
@@ -76,7 +115,10 @@ def with_table_metadata(invocation: DbtCliInvocation, event: ModelEvent) -> Mode
     with adapter.connection_named(f"metadata_{node['unique_id']}"):
         _, counts = adapter.execute(f"select count(*) from {relation}", fetch=True)
         _, columns = adapter.execute(f"describe {relation}", fetch=True)
-    schema = dg.TableSchema(columns=[dg.TableColumn(row[0], str(row[1])) for row in columns])
+    described = {name: col.get("description") or None for name, col in node["columns"].items()}
+    schema = dg.TableSchema(
+        columns=[dg.TableColumn(row[0], str(row[1]), described.get(row[0])) for row in columns]
+    )
     return event.with_metadata(
         {**event.metadata, "dagster/row_count": counts[0][0], "dagster/column_schema": schema}
     )

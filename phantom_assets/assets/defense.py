@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import dagster as dg
 import polars as pl
 
+from phantom_assets.assets.config_types import config_class
 from phantom_assets.assets.metadata import (
     artifact_version,
     code_version_of,
@@ -48,24 +49,26 @@ DEFENSE_CODE = code_version_of(
 # partitions.
 TRAINING_FIELDS = ("timesteps", "ablation_lam", "seeds", "device", "torch_threads")
 RELOAD_CHECK = "saved_policy_reloads_identically"
+# The hyperparameters a run's config sets (tiny networks and rollouts for tests and demos).
+RUN_TIME_HYPERPARAMETERS = (
+    "net_arch",
+    "ppo_n_steps",
+    "ppo_batch_size",
+    "a2c_n_steps",
+    "dqn_learning_starts",
+    "log_every",
+    "linear_warmup_episodes",
+)
 PROGRESS_LOGGERS = ("phantom_assets.policies",)
 
 
-class TrainingOverrides(dg.Config):
-    """Run-time overrides of the tiers' hyperparameters (unset: the profile's defaults)."""
-
-    net_arch: list[int] | None = None
-    ppo_n_steps: int | None = None
-    ppo_batch_size: int | None = None
-    a2c_n_steps: int | None = None
-    dqn_learning_starts: int | None = None
-    log_every: int | None = None
-    linear_warmup_episodes: int | None = None
+class TrainingOverrides(config_class(TrainingParams, fields=RUN_TIME_HYPERPARAMETERS)):
+    """Run-time hyperparameters of the tiers (defaults: `TrainingParams`'s); the budget, λ,
+    seeds and device are the `[training]` settings."""
 
     def params(self, config: TrainingConfig) -> TrainingParams:
-        """`TrainingParams` of the `[training]` settings with the overrides that are set."""
-        overrides = {k: v for k, v in self.model_dump().items() if v is not None}
-        return TrainingParams.from_config(config, **overrides)
+        """`TrainingParams` of the `[training]` settings with these hyperparameters."""
+        return TrainingParams.from_config(config, **self.model_dump())
 
 
 @contextlib.contextmanager

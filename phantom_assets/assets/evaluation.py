@@ -196,7 +196,17 @@ def build_evaluation_assets(settings: Settings, grids: GridPartitions) -> list[d
             settings_fields(settings.agents, *PROTOCOL_AGENT_FIELDS),
             settings_fields(settings.training, "device", "torch_threads"),
         ),
-        check_specs=[dg.AssetCheckSpec(PROTOCOL_CHECK, asset="policy_evaluations", blocking=True)],
+        check_specs=[
+            dg.AssetCheckSpec(
+                PROTOCOL_CHECK,
+                asset="policy_evaluations",
+                blocking=True,
+                description="Every training seed ran every (α, K) of the grid with both detectors "
+                "(fitted and permuted f) on exactly the selection episode seeds, and the stress "
+                "band of every α0 at the nominal K on the selection and the disjoint held-out "
+                "seeds, each seed once.",
+            )
+        ],
     )
     curves = dg.asset(
         partitions_def=store_partitions,
@@ -212,8 +222,21 @@ def build_evaluation_assets(settings: Settings, grids: GridPartitions) -> list[d
             policy_grid(settings),
         ),
         check_specs=[
-            dg.AssetCheckSpec(UNIT_CHECK, asset="benchmark_curves", blocking=True),
-            dg.AssetCheckSpec(COMPLETE_CHECK, asset="benchmark_curves", blocking=False),
+            dg.AssetCheckSpec(
+                UNIT_CHECK,
+                asset="benchmark_curves",
+                blocking=True,
+                description="Every curve, paired difference and factorial row rests on exactly "
+                "the configured episode seeds (training seeds averaged within a seed first: a "
+                "cross-join of training seeds, or a seed left out, fails it).",
+            ),
+            dg.AssetCheckSpec(
+                COMPLETE_CHECK,
+                asset="benchmark_curves",
+                blocking=False,
+                description="Every policy × α × K × detector × metric of the grid has a curve row "
+                "(warns when a policy's evaluation is missing).",
+            ),
         ],
     )
     return [evaluations(policy_evaluations), curves(benchmark_curves)]

@@ -27,7 +27,7 @@ from phantom_assets.assets.partitions import (
 )
 from phantom_assets.assets.resources import StorageResource
 from phantom_assets.config import Settings
-from phantom_assets.constants import ACTORS, MIN_EVENTS_FOR_KERNEL
+from phantom_assets.constants import ACTORS, MIN_EVENTS_FOR_KERNEL, ROW_SUM_TOLERANCE
 from phantom_assets.fingerprint import (
     SESSION_SCHEMA,
     KernelSet,
@@ -61,7 +61,18 @@ FINGERPRINT_CODE = code_version_of(
     "phantom_assets.assets.fingerprint", "phantom_assets.fingerprint", "phantom_assets.constants"
 )
 GROUP = "fingerprint"
-KERNEL_CHECKS = ("rows_sum_to_one", "no_negative_entries", "counts_match_transitions")
+KERNEL_CHECKS = {
+    "rows_sum_to_one": "Every row of the full kernel and of every fold kernel sums to 1 (within "
+    f"{ROW_SUM_TOLERANCE:g}).",
+    "no_negative_entries": "No count or probability of the full or a fold kernel is negative.",
+    "counts_match_transitions": "The full kernel's counts add up to the transitions of the "
+    "sessions it was fitted on (each session of at least "
+    f"{MIN_EVENTS_FOR_KERNEL} events gives its events + 1, with <start> and <end>).",
+}
+SCORE_CHECKS = {
+    "f_in_unit_interval": "Every session's agent probability f lies in [0, 1].",
+    "every_session_scored": "Every session of the store, labeled or not, has exactly one score.",
+}
 # The dbt mart `fingerprint_sessions` holds the logic; the assets read their slice of it.
 LABELED_SESSIONS_QUERY = """
 select * exclude (is_labeled) from fingerprint_sessions
@@ -308,8 +319,8 @@ def build_fingerprint_assets(
             kinds={"python", "numpy", "parquet"},
             code_version=version("kappa", "folds"),
             check_specs=[
-                dg.AssetCheckSpec(name, asset="transition_kernels", blocking=True)
-                for name in KERNEL_CHECKS
+                dg.AssetCheckSpec(name, asset="transition_kernels", blocking=True, description=text)
+                for name, text in KERNEL_CHECKS.items()
             ],
             group_name=GROUP,
         )(transition_kernels),
@@ -324,8 +335,8 @@ def build_fingerprint_assets(
             pool=WAREHOUSE_POOL,
             code_version=version("temperature", "calibration", "max_prefix"),
             check_specs=[
-                dg.AssetCheckSpec("f_in_unit_interval", asset="divergence_scores", blocking=True),
-                dg.AssetCheckSpec("every_session_scored", asset="divergence_scores", blocking=True),
+                dg.AssetCheckSpec(name, asset="divergence_scores", blocking=True, description=text)
+                for name, text in SCORE_CHECKS.items()
             ],
             group_name=GROUP,
         )(divergence_scores),

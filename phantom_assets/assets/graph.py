@@ -1,4 +1,4 @@
-"""The whole asset graph, built from one `Settings` (DESIGN §2, §4).
+"""The whole asset graph, built from one `Settings` (docs/architecture.md#asset-graph).
 
 Every asset module exposes `build_<group>_assets(settings, grids)`; the settings decide the α and
 policy grids and enter each asset's code version (only the sections that asset computes with).

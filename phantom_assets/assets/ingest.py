@@ -111,8 +111,8 @@ def build_ingest_assets(settings: Settings, grids: GridPartitions) -> list:
                 group_name="ingest",
                 kinds={"python", "parquet"},
                 code_version=version,
-                description="Canonical storefront events of one batch (DESIGN §3.2), one parquet "
-                "file per batch under `lake/raw_events/batch=<key>/`.",
+                description="Canonical storefront events of one batch, one parquet file per batch "
+                "under `lake/raw_events/batch=<key>/` (docs/method.md#canonical-events).",
             ),
             dg.AssetSpec(
                 "raw_events_quarantine",

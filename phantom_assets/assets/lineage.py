@@ -1,4 +1,5 @@
-"""Walk a Dagster instance's lineage upstream from one asset partition (DESIGN §8).
+"""Walk a Dagster instance's lineage upstream from one asset partition
+(docs/method.md#lineage-audit).
 
 `collect_lineage` follows the asset graph's dependencies and partition mappings from (key,
 partition) down to every `raw_events` batch and turns the latest materialization of each upstream

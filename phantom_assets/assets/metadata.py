@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 import polars as pl
 
+from phantom_assets.columns import COLUMN_DESCRIPTIONS
 from phantom_assets.storage import combined_digest, write_bytes_atomic
 
 if TYPE_CHECKING:
@@ -45,7 +46,8 @@ def with_settings(code_version: str, *sections: object) -> str:
     """`code_version` extended by a hash of the settings sections an asset computes with.
 
     The settings are part of the asset's logic: changing κ or a training budget must mark
-    exactly the assets that read it stale (DESIGN §2), and nothing else.
+    exactly the assets that read it stale (docs/architecture.md#code-versions-and-data-versions),
+    and nothing else.
     """
     payload = json.dumps(
         [dataclasses.asdict(s) if dataclasses.is_dataclass(s) else s for s in sections],
@@ -61,9 +63,12 @@ def settings_fields(section: object, *names: str) -> dict[str, object]:
 
 
 def column_schema(frame: pl.DataFrame) -> dg.TableSchema:
-    """Dagster column schema of a polars frame."""
+    """Dagster column schema of a polars frame, each column with its description."""
     return dg.TableSchema(
-        columns=[dg.TableColumn(name, str(dtype)) for name, dtype in frame.schema.items()]
+        columns=[
+            dg.TableColumn(name, str(dtype), description=COLUMN_DESCRIPTIONS.get(name))
+            for name, dtype in frame.schema.items()
+        ]
     )
 
 

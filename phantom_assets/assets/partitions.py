@@ -1,4 +1,4 @@
-"""Every PartitionsDefinition of the graph (DESIGN §4).
+"""Every PartitionsDefinition of the graph (docs/architecture.md#partitions).
 
 Stores, actors and batches are fixed by the data contract; the α and policy grids come from the
 `Settings` the definitions are built from (`demo`: α ∈ {0, 0.5, 1}, `study`: {0, 0.1, …, 1}), so

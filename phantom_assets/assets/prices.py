@@ -1,5 +1,6 @@
 """Market group: the store's own prices from its price logs (`store_prices`) and the premium each
-class was actually quoted above them (`observed_coi`) -- DESIGN §5 "Market v3", §12."""
+class was actually quoted above them (`observed_coi`) --
+docs/method.md#store-prices-from-the-price-logs and docs/method.md#observed-coi."""
 
 import dagster as dg
 import polars as pl

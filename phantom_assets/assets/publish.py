@@ -2,6 +2,7 @@
 
 import dagster as dg
 import polars as pl
+from pydantic import Field
 
 from phantom_assets.assets.metadata import artifact_version, code_version_of, with_settings
 from phantom_assets.assets.partitions import GridPartitions
@@ -15,9 +16,19 @@ from phantom_assets.storage import write_json_atomic
 class PublishConfig(dg.Config):
     """Run-time knobs of a publish run (`None`: as the `hub` resource says)."""
 
-    dry_run: bool = False  # plan the commit (adds and deletes) even with a token and repo
-    private: bool | None = None  # create the repo private; `phantom publish --public` -> False
-    revision: str | None = None  # branch to commit to, created if missing
+    dry_run: bool = Field(
+        default=False, description="Plan the commit (adds and deletes) even with a token and repo."
+    )
+    private: bool | None = Field(
+        default=None,
+        description="Create a new repo private (`phantom publish --public`: false); unset: as "
+        "the `hub` resource says (private by default).",
+    )
+    revision: str | None = Field(
+        default=None,
+        description="Branch to commit to, created from main if missing; unset: the `hub` "
+        "resource's branch.",
+    )
 
 
 def publish_metadata(result: PublishResult) -> dict[str, object]:

@@ -7,36 +7,34 @@ that reads the environment); assets only declare which resources they need.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import dagster as dg
+from pydantic import Field
 
-from phantom_assets.config import DEFAULT_PROFILE, Settings, load_settings, settings_from_dict
+from phantom_assets.assets.config_types import config_class
+from phantom_assets.config import Settings, settings_from_dict
 from phantom_assets.publish.hub import DEFAULT_BRANCH
 
 
-class StorageResource(dg.ConfigurableResource):
-    """The storage root and settings every asset reads and writes through.
+class StorageResource(config_class(Settings, base=dg.ConfigurableResource)):
+    """The storage root and the settings every asset reads and writes through: one typed field
+    per setting, nested by section like the TOML file (`[fingerprint] kappa` is
+    `fingerprint.kappa`), each with its description and default. The top floor configures it
+    with the settings it resolved (`of`), so a run computes with exactly those; a launchpad edit
+    changes them for that run only."""
 
-    `settings_json` (what `build_resources` passes) carries the complete settings, so a run
-    computes with exactly the settings its launcher resolved; without it the profile and optional
-    TOML file are loaded.
-    """
-
-    data_dir: str
-    profile: str = DEFAULT_PROFILE
-    config_file: str | None = None
-    settings_json: str | None = None
+    @classmethod
+    def of(cls, settings: Settings) -> StorageResource:
+        """The resource holding `settings` (storage root made absolute) as the defaults of its
+        fields: the launchpad shows them, and a run config that sets some keeps the others."""
+        rooted = dataclasses.replace(settings, data_dir=settings.data_dir.resolve())
+        return config_class(Settings, base=cls, defaults=rooted, name=cls.__name__)()
 
     def settings(self) -> Settings:
-        """The typed settings of this resource, rooted at `data_dir`."""
-        root = Path(self.data_dir).resolve()
-        if self.settings_json:
-            return dataclasses.replace(
-                settings_from_dict(json.loads(self.settings_json)), data_dir=root
-            )
-        return load_settings(self.profile, root, self.config_file)
+        """The typed settings of this resource, rooted at `data_dir` (made absolute)."""
+        settings = settings_from_dict(self.model_dump())
+        return dataclasses.replace(settings, data_dir=settings.data_dir.resolve())
 
 
 class HubResource(dg.ConfigurableResource):
@@ -49,11 +47,15 @@ class HubResource(dg.ConfigurableResource):
     --revision BRANCH`).
     """
 
-    repo_id: str | None = None
-    token: str | None = None
-    endpoint: str | None = None
-    private: bool = True
-    revision: str = DEFAULT_BRANCH
+    repo_id: str | None = Field(
+        default=None, description="Hub dataset repo, `org/name` (`PHANTOM_HF_REPO`)."
+    )
+    token: str | None = Field(default=None, description="Hub token (`HF_TOKEN`; never shown).")
+    endpoint: str | None = Field(
+        default=None, description="Hub endpoint, for a mirror or a test server (`HF_ENDPOINT`)."
+    )
+    private: bool = Field(default=True, description="Create a new repo private.")
+    revision: str = Field(default=DEFAULT_BRANCH, description="Branch to commit to.")
 
 
 class ExperimentTrackingResource(dg.ConfigurableResource):
@@ -63,11 +65,17 @@ class ExperimentTrackingResource(dg.ConfigurableResource):
     key, configured as `dg.EnvVar("WANDB_API_KEY")` so the UI never shows its value.
     """
 
-    mode: str | None = None
-    project: str = "phantom"
-    entity: str | None = None
-    api_key: str | None = None
-    run_dir: str | None = None
+    mode: str | None = Field(
+        default=None, description='"offline", "online" or unset (no tracking, `WANDB_MODE`).'
+    )
+    project: str = Field(default="phantom", description="W&B project (`WANDB_PROJECT`).")
+    entity: str | None = Field(default=None, description="W&B entity (`WANDB_ENTITY`).")
+    api_key: str | None = Field(
+        default=None, description="W&B API key of online tracking (`WANDB_API_KEY`; never shown)."
+    )
+    run_dir: str | None = Field(
+        default=None, description="Folder of the run directories (`WANDB_DIR`)."
+    )
 
     @property
     def enabled(self) -> bool:

@@ -3,7 +3,7 @@
 The dbt models are unpartitioned, so every new batch gives every mart a new data version, for both
 stores. The per-store assets depend on this slice instead: it re-hashes the rows of its store in
 every mart they read, and a store whose rows did not change keeps its data version -- so a new
-export for one store never reruns the other store's chain (DESIGN §6).
+export for one store never reruns the other store's chain (docs/architecture.md#automation).
 """
 
 import dagster as dg

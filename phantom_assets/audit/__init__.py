@@ -1,4 +1,5 @@
-"""Lineage audit and certification (DESIGN §8): records, offline verification, promotion gate.
+"""Lineage audit and certification (docs/method.md#certification): records, offline verification,
+promotion gate.
 
 Pure and Dagster-free; `phantom_assets.assets.lineage.collect_lineage` fills the records from
 an instance.

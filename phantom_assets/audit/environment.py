@@ -1,4 +1,4 @@
-"""Snapshot of the software a certification ran with (DESIGN §8).
+"""Snapshot of the software a certification ran with (docs/method.md#lineage-audit).
 
 Python, key package versions and the git revision of the repository. Reads installed metadata
 and runs `git`; imports nothing heavy (versions come from `importlib.metadata`).

@@ -1,5 +1,5 @@
-"""The promotion gate (DESIGN §8): what is certified is the agent-aware defence -- detection, not a
-price increase.
+"""The promotion gate (docs/method.md#promotion-gate): what is certified is the agent-aware defence
+-- detection, not a price increase.
 
 1. *Selection* on the selection episode seeds only (`selection.rank_candidates`); the best
    `n_candidates` go forward.

@@ -1,4 +1,5 @@
-"""The gate's human-harm bound: a one-sided Student-t bound of the held-out mean (DESIGN §8).
+"""The gate's human-harm bound: a one-sided Student-t bound of the held-out mean
+(docs/method.md#promotion-gate).
 
 The harm share (extra paid plus spend lost by humans vs the same action with δ = 0) is averaged
 per held-out episode seed like every gate quantity, then tested against the configured bound:
@@ -16,6 +17,8 @@ from typing import Any
 
 import numpy as np
 from scipy import stats
+
+from phantom_assets.audit.numbers import readable
 
 HARM_METHOD = "one-sided Student-t upper bound of the held-out mean (H0: mean >= bound)"
 
@@ -52,9 +55,9 @@ class HarmBound:
     def describe(self) -> str:
         """Mean, upper bound, bound and n in words (for the gate's reasons)."""
         return (
-            f"human harm: held-out mean {self.mean:.4g}, one-sided "
-            f"{(1 + self.confidence) / 2:.1%} upper bound {self.upper:.4g} vs the bound "
-            f"{self.bound:.4g} (n = {self.n} seeds)"
+            f"human harm: held-out mean {readable(self.mean)}, one-sided "
+            f"{(1 + self.confidence) / 2:.1%} upper bound {readable(self.upper)} vs the bound "
+            f"{readable(self.bound)} (n = {self.n} seeds)"
         )
 
     def to_dict(self) -> dict[str, Any]:

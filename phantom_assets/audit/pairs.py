@@ -1,5 +1,5 @@
 """Stress rows → the gate's paired values: one per episode seed, both arms at the same α
-(DESIGN §8).
+(docs/method.md#promotion-gate).
 
 Stress rows exist per (policy, split, detector, α0, band α, episode seed, training seed). Training
 seeds are replicates of one policy: they are averaged within the seed first (`seed_means`), and

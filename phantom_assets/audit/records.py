@@ -1,6 +1,6 @@
 """Records of a certification: one `ArtifactRecord` per lineage partition, and the report.
 
-`CertificationReport` bundles the records with the gate decision (DESIGN §8).
+`CertificationReport` bundles the records with the gate decision (docs/method.md#lineage-audit).
 
 Both are plain frozen dataclasses with a lossless JSON form, so a report written by the
 `certification_report` asset can be re-read and re-verified offline without Dagster.
@@ -19,7 +19,7 @@ GATE_CONTRACT_KEYS: tuple[str, ...] = (
     "candidate", "baseline", "n_pairs", "selection_seeds", "test_seeds", "ci_low", "ci_high",
     "p_value", "method",
 )  # fmt: skip
-"""Gate numbers repeated at the top of `report.json` (DESIGN §12 contract)."""
+"""Gate numbers repeated at the top of `report.json` (docs/architecture.md#column-contracts)."""
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
-"""A readable certificate (markdown) from a `CertificationReport` (DESIGN §8)."""
+"""A readable certificate (markdown) from a `CertificationReport` (docs/method.md#certification)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from phantom_assets.audit.numbers import readable
 from phantom_assets.audit.records import ArtifactRecord, CertificationReport
 
 SHORT_VERSION = 12
@@ -33,7 +34,7 @@ def _checks(record: ArtifactRecord) -> str:
 
 
 def _number(value: object) -> str:
-    return f"{value:.6g}" if isinstance(value, float) else _cell(value)
+    return readable(value, 6) if isinstance(value, float) else _cell(value)
 
 
 def _row(*cells: object) -> str:

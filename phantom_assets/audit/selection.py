@@ -1,4 +1,5 @@
-"""The gate's selection (DESIGN §8): candidates ranked on the selection seeds only.
+"""The gate's selection (docs/method.md#promotion-gate): candidates ranked on the selection seeds
+only.
 
 Every policy but the references (the tuned-static baseline and the static engine) is scored by
 the smaller of its profit advantage over the baseline and its detector value beyond engagement,

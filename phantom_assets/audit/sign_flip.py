@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from phantom_assets.audit.numbers import readable
+
 EXACT_MAX_N = 16
 DEFAULT_DRAWS = 9_999
 
@@ -55,8 +57,8 @@ class SignFlipResult:
     def describe(self) -> str:
         """The interval, mean, n and p in words (for the gate's reasons)."""
         return (
-            f"{self.confidence:.0%} CI [{self.ci_low:.4g}, {self.ci_high:.4g}] (mean "
-            f"{self.mean_diff:.4g}, n = {self.n} seeds, one-sided p = {self.p_value:.3g})"
+            f"{self.confidence:.0%} CI [{readable(self.ci_low)}, {readable(self.ci_high)}] (mean "
+            f"{readable(self.mean_diff)}, n = {self.n} seeds, one-sided p = {self.p_value:.3g})"
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -50,6 +50,8 @@ from typing import Any, Literal
 import numpy as np
 from scipy import stats
 
+from phantom_assets.audit.numbers import readable
+
 DEFAULT_RESAMPLES = 9_999
 """a(B + 1) is a whole number for the usual levels (0.025: 250); the p floor is 1e-4."""
 DEFAULT_SKEW_ALLOWANCE = 2.3
@@ -109,12 +111,13 @@ class MeanTestResult:
         """The interval, mean, n and p in words (for the gate's reasons)."""
         side = ">" if self.alternative == "greater" else "<"
         if self.method.startswith(NO_SPREAD):
-            return (f"all {self.n} seeds equal {self.mean:.4g}: no spread, no evidence (one-sided "
-                    f"p = {self.p_value:.3g} for mean {side} {self.threshold:.4g})")  # fmt: skip
+            return (f"all {self.n} seeds equal {readable(self.mean)}: no spread, no evidence "
+                    f"(one-sided p = {self.p_value:.3g} for mean {side} "
+                    f"{readable(self.threshold)})")  # fmt: skip
         return (
-            f"{self.confidence:.0%} CI [{self.ci_low:.4g}, {self.ci_high:.4g}] (mean "
-            f"{self.mean:.4g}, n = {self.n} seeds, one-sided p = {self.p_value:.3g} for mean "
-            f"{side} {self.threshold:.4g})"
+            f"{self.confidence:.0%} CI [{readable(self.ci_low)}, {readable(self.ci_high)}] (mean "
+            f"{readable(self.mean)}, n = {self.n} seeds, one-sided p = {self.p_value:.3g} for mean "
+            f"{side} {readable(self.threshold)})"
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Offline tamper evidence: re-hash every stored artifact of a lineage and compare (DESIGN §8).
+"""Offline tamper evidence: re-hash every stored artifact of a lineage and compare
+(docs/architecture.md#audit-and-tamper-evidence).
 
 Every file-backed asset's data version is `combined_digest` of the files it wrote, so recomputing
 that digest from the files on disk proves (or disproves) that they are the bytes the pipeline

@@ -1,5 +1,5 @@
 """Simulation studies that show every reported test holds its level and every interval its
-coverage (DESIGN §5a). Pure numpy/polars; each study module exposes
+coverage (docs/statistics.md#calibration-studies). Pure numpy/polars; each study module exposes
 `studies(n_reps, rng) -> list[CalibrationResult]`, and `run_studies` runs them in turn.
 """
 

@@ -1,4 +1,4 @@
-"""Coverage of the α̂ bootstrap CI (DESIGN §5 "α̂", §5a).
+"""Coverage of the α̂ bootstrap CI (docs/statistics.md#agent-share-interval).
 
 Each replication simulates f (a logit-normal agent probability) for a calibration sample of
 human and agent *experiments* -- every experiment's sessions share a random effect, so sessions

@@ -1,4 +1,5 @@
-"""Coverage of the benchmark intervals and level of the slope test (DESIGN §5, §5a).
+"""Coverage of the benchmark intervals and level of the slope test
+(docs/statistics.md#benchmark-intervals).
 
 Every study simulates protocol-shaped rows -- 2 policies × 3 α × 2 K × both detectors × n episode
 seeds × T training seeds, the shape of `nominal.parquet` -- and calls the real `benchmark_curves`,

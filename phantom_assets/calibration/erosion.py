@@ -1,5 +1,6 @@
-"""Coverage of the COI erosion intervals (DESIGN §5a): the Student-t interval over episode seeds
-that `market.erosion.coi_erosion` reports, on the demo market at the configured n = 8 seeds.
+"""Coverage of the COI erosion intervals (docs/statistics.md#coi-erosion-intervals): the Student-t
+interval over episode seeds that `market.erosion.coi_erosion` reports, on the demo market at the
+configured n = 8 seeds.
 
 Every replication calls the real `coi_erosion` on its own n seeds (all seed sets disjoint). The
 target, the expected per-seed metric, is estimated for each replication by the mean over the

@@ -1,4 +1,5 @@
-"""Calibration of the promotion gate (DESIGN §5a, §8): how often it certifies what it must not.
+"""Calibration of the promotion gate (docs/statistics.md#certification-gate-tests): how often it
+certifies what it must not.
 
 Every replication builds a stress table with the real shape -- the demo's learnable candidates
 (3 tiers × plain/robust at the training α), the surge and linear heuristics, the tuned-static

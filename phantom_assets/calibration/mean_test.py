@@ -1,4 +1,5 @@
-"""Level of the gate's mean test under skewed and zero-inflated per-seed values (DESIGN §5a, §8).
+"""Level of the gate's mean test under skewed and zero-inflated per-seed values
+(docs/statistics.md#certification-gate-tests).
 
 The gate tests one value per held-out episode seed for two uses: a *difference* (the paired
 profit advantage, the detector value: H0 mean <= 0) and the *harm* share (H0: mean >= bound,

@@ -1,4 +1,4 @@
-"""The one record every calibration study returns (DESIGN §5a).
+"""The one record every calibration study returns (docs/statistics.md#calibration-studies).
 
 A study simulates a procedure many times under a named layout and reports either its rejection
 rate (a test under a null: must be <= level + tolerance) or its coverage (an interval: must be

@@ -1,4 +1,5 @@
-"""Contamination generator G(α), event-chain sampling and the debiased α̂ (DESIGN §5)."""
+"""Contamination generator G(α), event-chain sampling and the debiased α̂
+(docs/method.md#contamination-generator)."""
 
 from phantom_assets.contamination.alpha_hat import (
     AlphaHat,

@@ -1,4 +1,5 @@
-"""Debiased contamination estimate α̂ with a cluster-bootstrap CI (DESIGN §5 "α̂").
+"""Debiased contamination estimate α̂ with a cluster-bootstrap CI
+(docs/method.md#estimated-agent-share).
 
     α̂ = (f̄ − E[f|H]) / (E[f|A] − E[f|H])
 

@@ -1,4 +1,5 @@
-"""Vectorized sampling of event chains from a transition kernel (DESIGN §5, pitfall §10.1).
+"""Vectorized sampling of event chains from a transition kernel
+(docs/method.md#contamination-generator, pitfall 1 of docs/method.md#pitfalls-this-method-avoids).
 
 A kernel is a dense row-stochastic matrix over `constants.KERNEL_STATES`: rows are *sources*,
 columns are *destinations*, so `kernel[a, b] = P(next = b | current = a)`. A chain starts in

@@ -1,4 +1,5 @@
-"""Contamination generator G(α): real human sessions plus synthetic agent sessions (DESIGN §5).
+"""Contamination generator G(α): real human sessions plus synthetic agent sessions
+(docs/method.md#contamination-generator).
 
 For α in [0, 1) G keeps the n_H real human sessions and adds n_A = round(α·n_H/(1 − α)) synthetic
 agent sessions sampled from the agent kernel (α = 1: only synthetic agents, n_A = n_H). Synthetic

@@ -1,4 +1,5 @@
-"""Agent probability of synthetic sessions and the α̂ of a contaminated dataset (DESIGN §5).
+"""Agent probability of synthetic sessions and the α̂ of a contaminated dataset
+(docs/method.md#estimated-agent-share).
 
 Synthetic agent sessions never fitted a kernel, so they are scored like unlabeled sessions: against
 the *full* class kernels, with the f the store selected (`ScoreCalibration`: σ(gap / T), or the

@@ -1,4 +1,5 @@
-"""The evaluation protocol, benchmark statistics, tables and plots (DESIGN §5, evaluation)."""
+"""The evaluation protocol, benchmark statistics, tables and plots
+(docs/method.md#evaluation-protocol)."""
 
 from phantom_assets.evaluation.benchmark import (
     CI_METHOD,

@@ -1,5 +1,6 @@
 """Benchmark statistics over episode seeds: metric-vs-(α, K) curves, paired differences, OLS of
-revenue on α (DESIGN §5 "Benchmark curves", §12 `benchmark_curves`).
+revenue on α (docs/method.md#benchmark-curves, its
+contract in docs/architecture.md#column-contracts).
 
 The episode seed (common to every policy, cell and detector) is the unit of inference.
 `episode_seed_means` counts identical runs once (pitfall §10.6), then averages training-seed
@@ -38,7 +39,7 @@ CURVE_SCHEMA: dict[str, pl.DataType] = {
     "policy": pl.String(), "tier": pl.String(), "mode": pl.String(),
     **{key: _KEY_TYPES[key] for key in ("alpha", "k", "detector")}, **_STAT_TYPES,
 }  # fmt: skip
-"""Contract of `benchmark_curves/curves.parquet` (DESIGN §12)."""
+"""Contract of `benchmark_curves/curves.parquet` (docs/architecture.md#column-contracts)."""
 PAIR_COLUMNS: tuple[str, ...] = ("comparison", "policy", "detector", "reference",
                                  "reference_detector")  # fmt: skip
 """A paired comparison: (policy, detector) − (reference, reference_detector) per cell and seed."""

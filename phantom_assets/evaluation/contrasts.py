@@ -1,9 +1,9 @@
 """What the benchmark compares: the paired comparisons, the λ × adversary factorial of the
-ablation tier, and the regret against the clairvoyant oracle (DESIGN §5 "Benchmark curves").
+ablation tier, and the regret against the clairvoyant oracle (docs/method.md#benchmark-curves).
 
 Comparisons (`comparison_pairs`), all paired on (α, K, episode seed) by `paired_differences`:
 - `detector_value`: a policy with the fitted detector − the same policy with permuted f
-  (the detector's own contribution, DESIGN §5 market);
+  (the detector's own contribution, docs/method.md#detector-value);
 - `defended_vs_baseline`: a defended mode − the mode it adds one switch to, same tier and
   training α (`DEFENCE_REFERENCE`), fitted detector;
 - `vs_tuned_static`: every policy − the tuned-static tier (the best undefended response: the

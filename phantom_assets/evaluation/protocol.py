@@ -1,4 +1,5 @@
-"""The one evaluation protocol for every policy, and its stress view (DESIGN §5, pitfall §10.5).
+"""The one evaluation protocol for every policy, and its stress view
+(docs/method.md#evaluation-protocol, pitfall 5 of docs/method.md#pitfalls-this-method-avoids).
 
 Every policy, baseline or defended, is evaluated on the *nominal* market (no adversary, the spec's
 λ so that the reported reward is comparable) at every (α, K) of the grid, with the fitted detector
@@ -152,8 +153,8 @@ def totals_metrics(total: Mapping[str, np.ndarray], humans: np.ndarray) -> dict[
     Sums: revenue, profit, purchases (by class), leak, human_lost. Ratios of sums: coi_h = human
     premium / human purchases, coi_a likewise for agents, coi = both premiums / all purchases;
     the total human harm against the episode's reference response (level, markup and detector
-    together; DESIGN §5 v3): human_harm = (humans' extra spend + the reference spend of the
-    purchases they lost) / their spend under the reference, human_surplus_change = (their
+    together; docs/method.md#human-harm): human_harm = (humans' extra spend + the reference spend of
+    the purchases they lost) / their spend under the reference, human_surplus_change = (their
     consumer surplus − the reference's) / the reference spend, human_quoted_up = humans quoted
     above the reference / humans; false_positive_rate = human sessions the detector quoted up /
     humans. A ratio without a denominator is NaN.
@@ -251,9 +252,9 @@ def stress_rows(
 
     Every band α is evaluated on both splits, so a comparison of two policies pairs them at the
     same (α, K, seed) and takes the worst case of the *paired difference* over the band, its α
-    chosen on the selection seeds alone (`audit.pairs`; DESIGN §8) -- never each policy at its
-    own worst α. Rows: `split` ("selection" | "test"), `alpha0`, `radius`, then `ROW_KEYS` and
-    the metrics.
+    chosen on the selection seeds alone (`audit.pairs`; docs/method.md#promotion-gate) -- never each
+    policy at its own worst α. Rows: `split` ("selection" | "test"), `alpha0`, `radius`, then
+    `ROW_KEYS` and the metrics.
 
     Raises:
         ValueError: if the selection and test seeds overlap.

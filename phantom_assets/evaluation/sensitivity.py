@@ -1,5 +1,5 @@
-"""Market sensitivity (DESIGN §5 "Market v3", §12): which conclusions survive the assumptions the
-store's logs cannot identify.
+"""Market sensitivity (docs/method.md#what-the-logs-cannot-identify): which conclusions survive the
+assumptions the store's logs cannot identify.
 
 The valuation law behind purchases (and s0 of the markup curve where the price logs cannot
 identify it) is declared. Each point of the declared grid re-parameterizes the store's market
@@ -48,7 +48,8 @@ SENSITIVITY_SCHEMA: dict[str, pl.DataType] = {
     "false_positive_rate": pl.Float64(), "p_profit": pl.Float64(), "p_detector": pl.Float64(),
     "p_harm": pl.Float64(), "certified": pl.Boolean(),
 }  # fmt: skip
-"""Contract of `market_sensitivity/sensitivity.parquet` (DESIGN §12): one row per grid point."""
+"""Contract of `market_sensitivity/sensitivity.parquet` (docs/architecture.md#column-contracts): one
+row per grid point."""
 STRESS_METRICS = ("profit", "human_harm", "false_positive_rate", "human_surplus_change",
                   "human_quoted_up")  # fmt: skip
 """The stress metrics the fixed-action gate reads or reports."""
@@ -70,7 +71,8 @@ INTERVAL_COVERS = (
     "products, valuations and quote noise from one bank of the store's sessions; the store's "
     "finite sample of sessions itself is not resampled"
 )
-"""What the certificate's intervals cover (DESIGN §8), stated in every certificate."""
+"""What the certificate's intervals cover (docs/method.md#promotion-gate), stated in every
+certificate."""
 
 __all__ = [
     "CONCLUSIONS",
@@ -261,9 +263,9 @@ def sensitivity_markdown(table: pl.DataFrame, conclusions: pl.DataFrame, store: 
 def certificate_assumptions(
     table: pl.DataFrame | None, certified: bool, sources: dict[str, str]
 ) -> dict[str, Any]:
-    """The certificate's assumption set (DESIGN §5 v3, §8): the declared market terms, whether
-    the fixed-action gate reaches the certificate's decision at every sensitivity grid point,
-    the robust conclusions, and what the intervals cover."""
+    """The certificate's assumption set (docs/method.md#what-the-logs-cannot-identify): the declared
+    market terms, whether the fixed-action gate reaches the certificate's decision at every
+    sensitivity grid point, the robust conclusions, and what the intervals cover."""
     declared = sorted(name for name, source in sources.items() if source == "declared")
     out: dict[str, Any] = {"declared": declared, "interval_covers": INTERVAL_COVERS}
     if table is None:

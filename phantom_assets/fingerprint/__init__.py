@@ -1,4 +1,5 @@
-"""Behavioural fingerprinting: transition kernels, divergence scores, separability (DESIGN §5).
+"""Behavioural fingerprinting: transition kernels, divergence scores, separability
+(docs/method.md#transition-kernels and the sections after it).
 
 Pure methodology (numpy/polars/scipy; no dagster). Typical use by the fingerprint assets::
 

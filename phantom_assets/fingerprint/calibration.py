@@ -1,4 +1,4 @@
-"""Out-of-fold logistic calibration of the divergence gap (DESIGN §5 "Divergence scores").
+"""Out-of-fold logistic calibration of the divergence gap (docs/method.md#calibrated-f).
 
 For each fold ``j`` a 1-D logistic regression ``is_agent ~ σ(a + b·gap)`` is fitted on the
 out-of-fold gaps of the labeled sessions of the *other* folds and applied to fold ``j``; unlabeled

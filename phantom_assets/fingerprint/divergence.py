@@ -1,4 +1,4 @@
-"""Per-session divergence scores against the class kernels (DESIGN §5 "Divergence scores").
+"""Per-session divergence scores against the class kernels (docs/method.md#divergence-scores).
 
 For a session τ with empirical kernel T̂_τ (its transition counts C[a, b], row visits w_a, total
 W = Σ_a w_a = n_events + 1):
@@ -11,14 +11,14 @@ sparse (session, src, dst) counts; the last one is a per-transition log-probabil
 gap = Δ_H − Δ_A = (1/W) Σ_transitions [log T̂_A(dst|src) − log T̂_H(dst|src)], a per-transition
 log-likelihood ratio -- everything is vectorized over transitions, never looped over sessions.
 
-Leakage (DESIGN §10 pitfall 3): a labeled session in fold j is scored with both classes' fold-j
-kernels (fitted without fold j); only unlabeled sessions (actor unknown) use the full kernels.
-With κ = 0 a transition the class never made has probability 0, so Δ can be +inf and the gap
-±inf or NaN (both infinite); f follows (σ(±inf) = 1/0).
+Leakage (pitfall 3 of docs/method.md#pitfalls-this-method-avoids): a labeled session in fold j is
+scored with both classes' fold-j kernels (fitted without fold j); only unlabeled sessions (actor
+unknown) use the full kernels. With κ = 0 a transition the class never made has probability 0, so Δ
+can be +inf and the gap ±inf or NaN (both infinite); f follows (σ(±inf) = 1/0).
 
 Both agent probabilities are reported (`f_temperature` = σ(gap / T), `f_calibrated` = the
 out-of-fold logistic calibration); `f` is the one `calibration` selects, the f every downstream
-reader uses (DESIGN §5 "Calibrated agent probability").
+reader uses (docs/method.md#calibrated-f).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Trajectories -> integer transitions over ``constants.KERNEL_STATES`` (DESIGN §5 "Sessions").
+"""Trajectories -> integer transitions over ``constants.KERNEL_STATES`` (docs/method.md#sessions).
 
 A trajectory is the list of canonical event names of one session, in order, *without* the
 ``<start>``/``<end>`` tokens. Encoding adds them: a session with L events yields L + 1 transitions

@@ -1,4 +1,5 @@
-"""Deterministic cross-fitting folds from a stable hash of the session id (DESIGN §5).
+"""Deterministic cross-fitting folds from a stable hash of the session id
+(docs/method.md#labeled-partitions-and-folds).
 
 The fold of a session must be the same on every machine, Python version and polars release, so
 neither ``hash()`` (salted per process) nor ``pl.Series.hash`` (seeded, version-dependent) is

@@ -1,4 +1,4 @@
-"""Human-vs-agent kernel divergence (DESIGN §5 "Separability report").
+"""Human-vs-agent kernel divergence (docs/method.md#separability-report).
 
 D(H‖A) = Σ_a π_H(a) · KL(T̂_H[a] ‖ T̂_A[a]) with π_H the human state-visit shares (source-row
 counts) and T̂ the κ-smoothed class kernels. It is reported on all eligible labeled sessions as a

@@ -1,7 +1,8 @@
-"""Pooled Markov transition kernels with additive smoothing (DESIGN §5 "Transition kernels").
+"""Pooled Markov transition kernels with additive smoothing (docs/method.md#transition-kernels).
 
 Orientation: ``counts[a, b]`` / ``probs[a, b]`` = transitions *from* ``states[a]`` *to*
-``states[b]`` (rows = sources, columns = destinations; DESIGN §10 pitfall 1).
+``states[b]`` (rows = sources, columns = destinations; pitfall 1 of
+docs/method.md#pitfalls-this-method-avoids).
 
 Estimator: P(b|a) = (N(a,b) + κ) / (Σ_c N(a,c) + κ·|V|) over the destination support V =
 ``KERNEL_STATES[1:]`` (the 17 events and ``<end>``, |V| = 18). ``<start>`` is never a destination,
@@ -170,7 +171,7 @@ def empty_rows(kernel: Kernel) -> tuple[str, ...]:
 
 
 def kernel_checks(kernel: Kernel, n_transitions: int) -> dict[str, bool]:
-    """The DESIGN §5 kernel checks.
+    """The kernel checks of docs/method.md#transition-kernels.
 
     Args:
         kernel: The kernel to check.

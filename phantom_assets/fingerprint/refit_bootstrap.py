@@ -1,4 +1,4 @@
-"""Confidence interval for the reported out-of-fold AUC (DESIGN §5 "Separability report").
+"""Confidence interval for the reported out-of-fold AUC (docs/method.md#separability-report).
 
 Target. The reported ``auc`` is the out-of-fold AUC over all labeled sessions. It is biased --
 under no difference it sits below ½, because folds holding more agents score with a noisier

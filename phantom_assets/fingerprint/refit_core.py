@@ -1,4 +1,5 @@
-"""Array core shared by the refit permutation test and the refit bootstrap (DESIGN §5).
+"""Array core shared by the refit permutation test and the refit bootstrap
+(docs/method.md#separability-report).
 
 Both procedures re-run the whole cross-fitting -- class kernels per fold, out-of-fold gaps, AUC --
 for many relabelings or reweightings of the same sessions at once. The sessions are held once as

@@ -1,4 +1,4 @@
-"""Experiment-level refit permutation tests of separability (DESIGN §5 "Separability report").
+"""Experiment-level refit permutation tests of separability (docs/method.md#separability-report).
 
 Why a test sample. Sessions of one experiment share a subject's habits (they are clustered), and
 the number of sessions per experiment differs by class (an agent splits a task into several

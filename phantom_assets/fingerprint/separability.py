@@ -1,4 +1,5 @@
-"""The separability report of one store (DESIGN §5 "Separability report", §12 report.json).
+"""The separability report of one store (docs/method.md#separability-report, its
+`report.json` in docs/architecture.md#column-contracts).
 
 Inputs: the out-of-fold gaps of :func:`score_sessions` (descriptive statistics, accuracy), the
 labeled sessions themselves with their ``experiment_id`` (the calibrated test and interval refit

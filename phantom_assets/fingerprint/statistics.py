@@ -1,4 +1,4 @@
-"""Two-sample statistics on the divergence gap (DESIGN §5 "Separability report").
+"""Two-sample statistics on the divergence gap (docs/method.md#separability-report).
 
 Convention: the *agent* sample is the first sample, so ``U`` counts (agent, human) pairs with the
 agent gap larger (ties count ½) and ``AUC = U / (n_H · n_A)`` is the probability that a random

@@ -1,5 +1,5 @@
 """The simulated market v3: the store's prices and sessions, quoting, engine, env, compiler,
-sensitivity, bench (DESIGN §5)."""
+sensitivity, bench (docs/method.md#the-market)."""
 
 from phantom_assets.market.ambiguity import (
     alpha_half_width,

@@ -1,4 +1,4 @@
-"""The robust mode's ambiguity set of (α, K) (DESIGN §5 "Robust mode").
+"""The robust mode's ambiguity set of (α, K) (docs/method.md#robust-mode).
 
 α is ambiguous because the shop never sees classes, only behaviour; for the mixture family
 P_α = (1 − α)·P_H + α·P_A of any 1-D session feature, W1(P_α, P_α′) = |α − α′|·W1(P_H, P_A). With

@@ -1,4 +1,5 @@
-"""Per-class banks of sessions with their quote-time statistics (DESIGN §5 "Market v3").
+"""Per-class banks of sessions with their quote-time statistics
+(docs/method.md#shoppers-and-session-banks).
 
 Sessions do not depend on prices, so each class's bank is built once when the market is compiled
 and every step only *indexes* it. Two kinds (`MarketConfig.bank`): the store's own labelled
@@ -10,7 +11,8 @@ the cart locks that price: the quoted view is the last `view_item_page` before t
 add; one with neither: its end). Every session carries what the engine and the shop see at that
 moment: the engagement s accumulated before the quoted view (in the store's engagement signal,
 the weights its price model selected), the running agent score f on the prefix up to and
-including it, and the session's whole demand weight (the demand proxy, DESIGN §5 G(α)).
+including it, and the session's whole demand weight (the demand proxy,
+docs/method.md#contamination-generator).
 """
 
 from __future__ import annotations

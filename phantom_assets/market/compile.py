@@ -1,5 +1,5 @@
-"""Compile one store's market (DESIGN §5 "Market v3"): its class kernels, its detector, its price
-model, its session banks and the market settings -> a `MarketSpec`.
+"""Compile one store's market (docs/method.md#the-market): its class kernels, its detector, its
+price model, its session banks and the market settings -> a `MarketSpec`.
 
 Every term the logs identify comes from them, with its source recorded in `MarketSpec.sources`:
 the products and their anchors, the share of shoppers wanting each, the markup curve and the

@@ -1,5 +1,5 @@
 """The market's random numbers: a step's common random numbers and the detector-value ablation's
-decoy scores (DESIGN §5 "Market v3").
+decoy scores (docs/method.md#detector-value).
 
 A step's randomness is drawn once (`draw_step`), independently of α, K and the action, so every
 candidate and every action sees the same shoppers (pitfall §10.4). The ablation gives each session

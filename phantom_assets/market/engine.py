@@ -1,5 +1,5 @@
 """One market step: session quotes, agents' best of K, purchases and every measured quantity,
-for C candidate (α, K) pairs under common random numbers (DESIGN §5 "Market v3").
+for C candidate (α, K) pairs under common random numbers (docs/method.md#the-market).
 
 Under common random numbers (`market.draws`) a shopper's outcome depends on the candidate only
 through its class (u < α) and, for an agent, K, so the compiled step (`_step_totals`) quotes each

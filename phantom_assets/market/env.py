@@ -1,4 +1,4 @@
-"""`PricingMarketEnv`: the market v2 storefront as a Gymnasium env (DESIGN §5)."""
+"""`PricingMarketEnv`: the market as a Gymnasium env (docs/method.md#the-market)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """COI erosion: what each class pays over the engine's floor as agents reconnoitre in more clean
-sessions — the thesis' headline figure (DESIGN §5 "Market simulator v2", "Benchmark curves").
+sessions — the thesis' headline figure (docs/method.md#agents-and-coi-erosion).
 
 Per (δ, α, K) and episode seed (the unit of inference), at the undefended engine's level and
 markup: COI_H = human premium / human purchases, COI_A = agent premium / agent purchases, COI =
@@ -43,7 +43,8 @@ EROSION_SCHEMA: dict[str, pl.DataType] = {
 }  # fmt: skip
 """Every erosion metric (`erosion_metrics.parquet`); `n` = seeds where the metric is defined."""
 CLASS_METRICS: dict[str, str] = {"coi_h": "human", "coi_a": "agent", "coi": "all"}
-"""The COI metric of each class of the `coi_erosion.parquet` contract (DESIGN §12)."""
+"""The COI metric of each class of the `coi_erosion.parquet` contract
+(docs/architecture.md#column-contracts)."""
 
 CI_METHOD = "student_t_over_episode_seeds"
 
@@ -182,8 +183,9 @@ def coi_a_share(table: pl.DataFrame, k: int, detector: float = 0.0) -> float:
 
 
 def coi_by_class(table: pl.DataFrame) -> pl.DataFrame:
-    """The DESIGN §12 contract of `coi_erosion.parquet`: `alpha, k, class (human|agent|all), coi,
-    ci_low, ci_high, n` (+ `detector`) from the erosion table's COI rows."""
+    """The contract (docs/architecture.md#column-contracts) of `coi_erosion.parquet`: `alpha, k,
+    class (human|agent|all), coi, ci_low, ci_high, n` (+ `detector`) from the erosion table's COI
+    rows."""
     rows = table.filter(pl.col("metric").is_in(list(CLASS_METRICS)))
     return rows.select(
         "alpha", "k", pl.col("metric").replace_strict(CLASS_METRICS).alias("class"),

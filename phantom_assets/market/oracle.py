@@ -1,5 +1,5 @@
 """The oracle: the best fixed action per (α, K), by exhaustive search over the action grid under
-common random numbers (DESIGN §5 "Oracle"), the clairvoyant bound every policy's regret is
+common random numbers (docs/method.md#oracle), the clairvoyant bound every policy's regret is
 measured against.
 
 Episode draws: episode seed s is the stream `make_env(spec, α, K).reset(seed=s)` plays — a
@@ -36,9 +36,9 @@ ORACLE_SCHEMA: dict[str, pl.DataType] = {
     "markup": pl.Float64(), "delta": pl.Float64(), "profit": pl.Float64(),
     "profit_se": pl.Float64(), "n_seeds": pl.Int64(), "undefended_profit": pl.Float64(),
 }  # fmt: skip
-"""Contract of `market_oracle/oracle.parquet` (DESIGN §12): one row per (alpha, k). `profit_se`
-is descriptive: the best action is chosen on the same seeds, so its mean is optimistic and no
-interval is claimed for it."""
+"""Contract of `market_oracle/oracle.parquet` (docs/architecture.md#column-contracts): one row per
+(alpha, k). `profit_se` is descriptive: the best action is chosen on the same seeds, so its mean is
+optimistic and no interval is claimed for it."""
 
 PERMUTED = DETECTOR_MODES[1]
 ENV_PREFIX_DRAWS = 1

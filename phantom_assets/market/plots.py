@@ -1,4 +1,5 @@
-"""The COI erosion figure (DESIGN §5 "Benchmark curves": the thesis' headline figure).
+"""The COI erosion figure (docs/method.md#agents-and-coi-erosion: the thesis'
+headline figure).
 
 Returns a ``matplotlib.figure.Figure`` built without pyplot (no global state, Agg canvas); the
 caller saves and closes it. matplotlib is imported inside the function.

@@ -1,5 +1,5 @@
-"""Session-based quoting of the market (DESIGN §5): engagement markup, noisy quotes, the floor and
-the order-statistic law of the best of K quotes.
+"""Session-based quoting of the market (docs/method.md#quotes): engagement markup, noisy quotes, the
+floor and the order-statistic law of the best of K quotes.
 
 A session that views a product is quoted `p = clip(base·(1 + m·g(s))·(1 + w·u), p_low, p_high)`
 with `g(s) = 1 − exp(−s/s0)` and `u ~ U(−1, 1)` drawn by the caller (common random numbers).

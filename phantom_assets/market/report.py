@@ -1,4 +1,4 @@
-"""The market spec as people read it: every term with its source (DESIGN §5 "Market v3")."""
+"""The market spec as people read it: every term with its source (docs/method.md#the-market)."""
 
 from __future__ import annotations
 

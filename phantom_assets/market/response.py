@@ -1,4 +1,4 @@
-"""The best undefended response and the stress band (DESIGN §5 "Policy tiers", §8).
+"""The best undefended response and the stress band (docs/method.md#oracle).
 
 The gate's baseline is the best fixed price without a detector: the δ = 0 action with the best
 stress objective -- for each α0 of the grid the worst mean episode profit over its band
@@ -33,7 +33,7 @@ def stress_alphas(alpha0: float, radius: float) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Response:
-    """The best undefended response (the tuned-static tier; DESIGN §5 "Policy tiers", §8).
+    """The best undefended response (the tuned-static tier; docs/method.md#oracle).
 
     Attributes:
         action: its action index (δ = 0).

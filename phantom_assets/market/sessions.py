@@ -1,5 +1,6 @@
-"""The store's own shoppers: its labelled sessions as the market's session banks (DESIGN §5
-"Market v3", the empirical bank), and how well the detector separates the classes in a bank.
+"""The store's own shoppers: its labelled sessions as the market's session banks
+(docs/method.md#shoppers-and-session-banks), and how well the detector separates the classes in a
+bank.
 
 Each real session enters its class's bank with its engagement at the quote (in the store's
 engagement signal), its demand weight and its prefix agent score f computed with the class

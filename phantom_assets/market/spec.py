@@ -1,5 +1,5 @@
-"""`MarketSpec`: everything the market env needs, compiled per store (DESIGN §5 "Market v3"); its
-robust mode's ambiguity set is `market.ambiguity`'s."""
+"""`MarketSpec`: everything the market env needs, compiled per store (docs/method.md#the-market);
+its robust mode's ambiguity set is `market.ambiguity`'s."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pricing policy tiers: training, saved form and partition keys (DESIGN §5, policy tiers)."""
+"""Pricing policy tiers: training, saved form and partition keys (docs/method.md#policy-tiers)."""
 
 from phantom_assets.policies.artifacts import (
     RELOAD_PROBES,

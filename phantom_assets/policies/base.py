@@ -76,15 +76,19 @@ class TrainingParams:
         torch_threads: torch intra-op threads during training (fixed for reproducibility).
         device: torch device of SB3 models ("cpu" by default).
         net_arch: hidden layer sizes of the SB3 networks.
-        learning_rate: PPO/A2C optimiser step size; dqn_learning_rate: DQN's.
+        learning_rate: PPO/A2C optimiser step size.
+        dqn_learning_rate: DQN optimiser step size.
         gamma: discount factor (SB3 and Q-table). Low: the market is nearly a bandit whose only
             link between steps is the η_ux cost of moving the base level, which a horizon of a
             couple of steps covers (γ = 0.9 left DQN's greedy policy 2-20% short of γ = 0.5's).
-        ppo_n_steps, ppo_batch_size, ppo_epochs: PPO rollout length (ten 25-step episodes),
-            minibatch size and passes per rollout.
+        ppo_n_steps: PPO rollout length in steps (ten 25-step episodes).
+        ppo_batch_size: PPO minibatch size.
+        ppo_epochs: PPO passes over each rollout.
         ent_coef: PPO/A2C entropy bonus (small: 45 actions keep enough entropy early on).
-        a2c_n_steps: A2C rollout length.
-        dqn_buffer_size, dqn_learning_starts, dqn_batch_size, dqn_train_freq: DQN replay.
+        a2c_n_steps: A2C rollout length in steps.
+        dqn_buffer_size: DQN replay buffer size.
+        dqn_learning_starts: steps DQN collects before it starts learning.
+        dqn_batch_size, dqn_train_freq: DQN minibatch size and steps between its updates.
         dqn_target_update: steps between DQN target-network updates.
         dqn_exploration_fraction: share of the budget over which DQN's ε decays to its end.
         log_every: a progress log line every this many steps.

@@ -77,7 +77,7 @@ class StaticPolicy:
 
 @dataclass
 class TunedStaticPolicy(StaticPolicy):
-    """The best undefended response (the tuned-static tier, DESIGN §5 "Policy tiers"): the fixed
+    """The best undefended response (the tuned-static tier, docs/method.md#policy-tiers): the fixed
     δ = 0 action with the best stress objective on the selection seeds
     (`market.response.best_undefended_response`) -- the gate's baseline: beating it takes more
     than a price increase."""

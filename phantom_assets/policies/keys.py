@@ -1,7 +1,8 @@
-"""Policy partition keys `<tier>[-<mode>]-a<alpha·100>` (DESIGN §4, e.g. `ppo-robust-a030`) and
+"""Policy partition keys `<tier>[-<mode>]-a<alpha·100>` (docs/architecture.md#partitions, e.g.
+`ppo-robust-a030`) and
 the training modes of the learnable tiers.
 
-The modes are the λ × adversary factorial (DESIGN §5, policy tiers): λ (the leak charged in the
+The modes are the λ × adversary factorial (docs/method.md#policy-tiers): λ (the leak charged in the
 reward) and the robust adversary over (α, K) are separate switches, so their effects can be
 separated. Every learnable tier trains `baseline` and `robust` (λ = 0); the ablation tier also
 trains the two charged modes (λ = the configured ablation λ).

@@ -1,4 +1,4 @@
-"""Publish the session dataset to the Hugging Face Hub (DESIGN §7).
+"""Publish the session dataset to the Hugging Face Hub (docs/architecture.md#publishing).
 
 Pure apart from the folder it stages and the Hub calls of `publish`. Typical use by the
 `hf_dataset` asset::

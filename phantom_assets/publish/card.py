@@ -1,4 +1,4 @@
-"""The dataset card (`README.md`) of the published dataset (DESIGN §7).
+"""The dataset card (`README.md`) of the published dataset (docs/architecture.md#publishing).
 
 The YAML header is built with `huggingface_hub.DatasetCardData` and the card with
 `huggingface_hub.DatasetCard`; the body follows the sections of the Hub's dataset-card template

@@ -1,4 +1,5 @@
-"""Publish a staged dataset folder to the Hugging Face Hub in one atomic commit (DESIGN §7).
+"""Publish a staged dataset folder to the Hugging Face Hub in one atomic commit
+(docs/architecture.md#publishing).
 
 The commit makes the repo's branch equal to the staged folder: it adds every staged file AND
 deletes every file the branch holds that the folder does not (`.gitattributes` is kept), so a file

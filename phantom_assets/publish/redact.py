@@ -1,4 +1,5 @@
-"""Keep a secret (the Hub token) out of text, log records and exception messages (DESIGN §7)."""
+"""Keep a secret (the Hub token) out of text, log records and exception messages
+(docs/architecture.md#publishing)."""
 
 from __future__ import annotations
 

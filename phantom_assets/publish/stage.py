@@ -1,4 +1,5 @@
-"""Stage the Hub dataset folder: session table, extra configs and the card (DESIGN §7).
+"""Stage the Hub dataset folder: session table, extra configs and the card
+(docs/architecture.md#publishing).
 
 `stage_dataset` writes everything into a temp sibling of the target and renames it into place,
 so a reader sees either the previous complete folder or the new complete folder, never a mix.

@@ -1,4 +1,5 @@
-"""Flatten canonical events back into the whoclickedit column layout (DESIGN §3.1, §7).
+"""Flatten canonical events back into the whoclickedit column layout
+(docs/method.md#accepted-inputs, docs/architecture.md#publishing).
 
 The published session table uses the layout of the public `whoclickedit` dataset
 (`raw_formats.WHOCLICKEDIT_COLUMNS`, in that order), so anyone who reads that dataset reads ours,

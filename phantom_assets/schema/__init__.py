@@ -1,6 +1,6 @@
 """Raw-event ingest: detect a raw export's format and parse it into canonical events + quarantine.
 
-See DESIGN §3 and `raw_formats` for the accepted inputs; `parse_batch` is the entry point.
+See docs/method.md#data and `raw_formats` for the accepted inputs; `parse_batch` is the entry point.
 """
 
 from phantom_assets.schema.detect import FORMATS, UnreadableFileError, detect_format, file_sha256

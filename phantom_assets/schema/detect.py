@@ -1,4 +1,4 @@
-"""Recognise a raw export file by its content (DESIGN §3.1) and fingerprint it.
+"""Recognise a raw export file by its content (docs/method.md#accepted-inputs) and fingerprint it.
 
 The suffix of a dropped file says nothing reliable (people rename exports), so the format is read
 from the bytes: the Parquet magic number, else the first non-blank character of the text (`[` for a
@@ -40,7 +40,7 @@ class UnreadableFileError(ValueError):
 
 
 def file_sha256(path: Path) -> str:
-    """Return the hex SHA-256 of the file's bytes (the batch identity, DESIGN §3.3)."""
+    """Return the hex SHA-256 of the file's bytes (the batch identity, docs/method.md#bad-input)."""
     digest = hashlib.sha256()
     with Path(path).open("rb") as handle:
         for chunk in iter(lambda: handle.read(_CHUNK_BYTES), b""):

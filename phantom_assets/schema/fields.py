@@ -1,4 +1,5 @@
-"""Expressions that turn staged text fields into canonical typed values (DESIGN §3.2).
+"""Expressions that turn staged text fields into canonical typed values
+(docs/method.md#canonical-events).
 
 Each helper returns a polars expression over the staging columns; `validate.py` combines them in
 one `with_columns`. Nothing here decides whether a row is kept.

@@ -1,4 +1,4 @@
-"""Parse one raw batch file into canonical events and a quarantine (DESIGN §3).
+"""Parse one raw batch file into canonical events and a quarantine (docs/method.md#data).
 
 `parse_batch` is pure apart from reading the file it is given (and its experiments sidecar):
 the same bytes give the same `IngestResult`, rows ordered by `source_row`.
@@ -104,7 +104,8 @@ def _counts(classified: pl.DataFrame) -> dict[str, int]:
 
 
 def parse_batch(path: Path, batch_id: str, *, accept_legacy_store: bool = False) -> IngestResult:
-    """Read one raw batch file (any format of DESIGN §3.1) into canonical events + quarantine.
+    """Read one raw batch file (any format of docs/method.md#accepted-inputs) into canonical events
+    + quarantine.
 
     Args:
         path: the raw file; its format is detected from the content.

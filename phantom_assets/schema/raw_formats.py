@@ -1,5 +1,6 @@
-"""The three raw export formats PHANTOM accepts (DESIGN §3.1) -- the contract between
-`phantom_assets.simulate` (which writes them) and `phantom_assets.schema.ingest` (which reads them).
+"""The three raw export formats PHANTOM accepts (docs/method.md#accepted-inputs) -- the contract
+between `phantom_assets.simulate` (which writes them) and `phantom_assets.schema.ingest` (which
+reads them).
 
 One file = one batch. The reader detects the format from the file's *content*, not its suffix.
 

@@ -1,4 +1,5 @@
-"""Quarantine rules of DESIGN §3.3 applied to a staging frame: each row is kept or gets a reason.
+"""Quarantine rules of docs/method.md#bad-input applied to a staging frame: each row is kept or gets
+a reason.
 
 A row gets the *first* reason that applies, in `REASON_ORDER`; duplicates are judged last, among
 rows that passed every other rule, and the earliest `source_row` of a duplicate group is kept.

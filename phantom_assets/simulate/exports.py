@@ -1,4 +1,5 @@
-"""Write a simulated corpus in the raw export formats of DESIGN §3.1 (`schema/raw_formats.py`).
+"""Write a simulated corpus in the raw export formats of docs/method.md#accepted-inputs
+(`schema/raw_formats.py`).
 
 Every format carries the same records. Kafka partition/offset are assigned once on the whole
 corpus (per topic, in time order), so the whoclickedit `kafka_*` columns and the Kafka envelopes

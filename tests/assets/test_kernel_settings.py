@@ -4,7 +4,6 @@ the κ they were fitted with, whatever the settings say when they are read."""
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import dagster as dg
 import numpy as np
@@ -91,9 +90,7 @@ def test_transition_kernels_records_kernel_json_as_an_artifact(
     sessions.filter(pl.col("actor") == ACTOR).write_parquet(path)
     assets = build_fingerprint_assets(fitting, build_partitions(fitting))
     kernels = next(a for a in assets if dg.AssetKey("transition_kernels") in a.keys)
-    storage = StorageResource(
-        data_dir=str(fitting.data_dir), settings_json=json.dumps(fitting.as_dict())
-    )
+    storage = StorageResource.of(fitting)
     result = dg.materialize(
         [kernels],
         partition_key=dg.MultiPartitionKey({"store": STORE, "actor": ACTOR}),

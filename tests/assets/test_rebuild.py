@@ -1,6 +1,6 @@
 """No needless work: rebuilding unchanged inputs with unchanged code reproduces every data version,
-and nothing downstream turns stale (DESIGN §6). The first build is the session's `phantom run`;
-the rebuild runs in process on a copy of it."""
+and nothing downstream turns stale (docs/architecture.md#automation). The first build is the
+session's `phantom run`; the rebuild runs in process on a copy of it."""
 
 import dagster as dg
 import pytest

@@ -8,6 +8,7 @@ what `verify_records` recomputes offline.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from orchestration.planning import MANUAL_GROUPS
 from phantom_assets.assets.lineage import collect_lineage
 from phantom_assets.audit import verify_records
 from phantom_assets.config import Settings
-from phantom_assets.lake import SPEC_ARRAYS_FILE, SPEC_SCALARS_FILE
+from phantom_assets.lake import REPORT_MD_FILE, SPEC_ARRAYS_FILE, SPEC_SCALARS_FILE
 from phantom_assets.storage import combined_digest
 from tests.built_pipeline import BuiltPipeline
 
@@ -103,6 +104,36 @@ def test_recorded_artifacts_exist_and_hash_to_the_recorded_data_version(built: B
             assert paths, f"{label} records no files"
             assert all(p.is_file() for p in paths), f"{label}: missing {paths}"
             assert combined_digest(paths) == event.tags[DATA_VERSION_TAG], label
+
+
+def test_every_column_of_a_python_asset_table_is_described(built: Built):
+    tables = {
+        key.to_user_string(): event.metadata["dagster/column_schema"].schema.columns
+        for key in _file_writing_keys(built)
+        for event in _materializations(built, key)
+        if "dagster/column_schema" in event.metadata
+    }
+    assert len(tables) >= 12  # events ... benchmark curves: every tabular Python asset
+    undescribed = sorted(
+        f"{asset}.{column.name}"
+        for asset, columns in tables.items()
+        for column in columns
+        if not column.description
+    )
+    assert undescribed == [], "add them to phantom_assets/columns.py"
+
+
+def test_the_ui_holds_the_whole_certificate_without_exponents_in_its_numbers(built: Built):
+    # The reasons were cut off in the UI's metadata table and read `3.825e+04`.
+    events = _materializations(built, dg.AssetKey("certification_report"))
+    assert {event.partition for event in events} == {"hotel", "airline"}
+    for event in events:
+        folder = built.settings.lake.certification_dir(str(event.partition))
+        certificate = (folder / REPORT_MD_FILE).read_text()
+        assert event.metadata["certificate"].value == certificate
+        reasons = event.metadata["reasons"].value.splitlines()
+        assert reasons and all(reason.removeprefix("- ") in certificate for reason in reasons)
+        assert not re.search(r"\d\.\d+e\+\d", certificate), "a number with an exponent"
 
 
 def test_market_simulators_record_both_spec_files(built: Built):

@@ -1,5 +1,5 @@
 """Declarative automation reacts to changed data versions only: a new export for one store never
-reruns the other store's chain (DESIGN §6)."""
+reruns the other store's chain (docs/architecture.md#automation)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,12 @@
-"""A live `dagster dev` on 127.0.0.1: the UI renders the asset graph in a real browser, and a run
-launched over GraphQL succeeds."""
+"""A live `dagster dev` on 127.0.0.1: the UI renders the asset graph and the launchpad's typed
+settings in a real browser, the launchpad's config schema (over GraphQL) types, describes and
+defaults every setting, and a run launched over GraphQL succeeds."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import signal
 import socket
@@ -131,30 +133,103 @@ def test_dagster_dev_runs_an_ingest_partition_launched_through_graphql(dagster_d
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def test_asset_graph_page_renders_the_main_assets_in_headless_chromium(dagster_dev, tmp_path):
-    if CHROMIUM is None:
-        skip_or_fail_without("Debian's chromium is not installed (.ci/run installs it)")
-    port, _ = dagster_dev
-    dom = subprocess.run(
+def _dump_dom(url: str, profile: Path, height: int = 6000) -> str:
+    """The page at `url` as headless Chromium renders it."""
+    return subprocess.run(
         [
             CHROMIUM,
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
             "--disable-dev-shm-usage",
-            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--user-data-dir={profile}",
             "--virtual-time-budget=20000",
-            "--window-size=1600,6000",  # the asset list is virtualized: show every row
+            f"--window-size=1600,{height}",  # virtualized lists: show every row
             "--dump-dom",
-            f"http://127.0.0.1:{port}/assets",
+            url,
         ],
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
     ).stdout
+
+
+def test_asset_graph_page_renders_the_main_assets_in_headless_chromium(dagster_dev, tmp_path):
+    if CHROMIUM is None:
+        skip_or_fail_without("Debian's chromium is not installed (.ci/run installs it)")
+    port, _ = dagster_dev
+    dom = _dump_dom(f"http://127.0.0.1:{port}/assets", tmp_path / "profile")
     for asset in ("raw_events", "transition_kernels", "divergence_scores", "separability_report"):
         assert asset in dom, f"{asset} is not on the rendered assets page"
+
+
+LAUNCHPAD_JOB = "defense_evaluation_job"  # trains and evaluates: settings and training config
+CONFIG_SCHEMA_QUERY = """
+query LaunchpadSchema($selector: PipelineSelector!) {
+  runConfigSchemaOrError(selector: $selector) {
+    __typename
+    ... on RunConfigSchema {
+      rootDefaultYaml
+      allConfigTypes {
+        key
+        ... on CompositeConfigType {
+          fields { name description configTypeKey defaultValueAsJson }
+        }
+      }
+    }
+  }
+}
+"""
+
+
+def _launchpad_schema(port: int) -> dict:
+    selector = {"repositoryLocationName": "phantom", "repositoryName": "__repository__",
+                "pipelineName": LAUNCHPAD_JOB}  # fmt: skip
+    response = requests.post(
+        f"http://127.0.0.1:{port}/graphql",
+        json={"query": CONFIG_SCHEMA_QUERY, "variables": {"selector": selector}},
+        timeout=60,
+    )
+    response.raise_for_status()
+    schema = response.json()["data"]["runConfigSchemaOrError"]
+    assert schema["__typename"] == "RunConfigSchema", schema
+    return schema
+
+
+def _config_field(schema: dict, name: str, *siblings: str) -> dict:
+    """The field `name` of the config type that also has the fields `siblings`."""
+    for config_type in schema["allConfigTypes"]:
+        fields = {f["name"]: f for f in config_type.get("fields") or []}
+        if name in fields and all(s in fields for s in siblings):
+            return fields[name]
+    raise AssertionError(f"no config type with the fields {name, *siblings}")
+
+
+def test_the_launchpad_config_schema_has_typed_described_settings_with_defaults(dagster_dev):
+    port, _ = dagster_dev
+    schema = _launchpad_schema(port)
+    yaml = schema["rootDefaultYaml"]
+    assert "settings_json" not in yaml  # the settings were one JSON string
+    assert "kappa: 0.5" in yaml and "alpha_grid:" in yaml and "ppo_n_steps: 250" in yaml
+    kappa = _config_field(schema, "kappa", "folds", "temperature")
+    assert kappa["configTypeKey"].endswith("Float") and kappa["defaultValueAsJson"] == "0.5"
+    assert "smoothing" in kappa["description"]
+    net_arch = _config_field(schema, "net_arch", "ppo_n_steps")  # trained_policies' config
+    assert net_arch["defaultValueAsJson"] == "[64, 64]" and net_arch["description"]
+
+
+def test_the_launchpad_page_renders_the_settings_as_typed_fields_with_defaults(
+    dagster_dev, tmp_path
+):
+    if CHROMIUM is None:
+        skip_or_fail_without("Debian's chromium is not installed (.ci/run installs it)")
+    port, _ = dagster_dev
+    url = f"http://127.0.0.1:{port}/locations/phantom/jobs/{LAUNCHPAD_JOB}/playground"
+    text = re.sub(r"<[^>]+>", "", _dump_dom(url, tmp_path / "profile"))  # the editor's lines
+    for line in ("kappa: 0.5", "ppo_n_steps: 250", "max_human_harm: 0.02"):
+        assert line in text, f"the launchpad's config editor does not show {line!r}"
+    assert "settings_json" not in text
 
 
 def test_the_ui_command_binds_the_webserver_to_localhost_only():

@@ -1,4 +1,5 @@
-"""Learning works (DESIGN §5 "Policy tiers", pitfall §10.9), tier by tier, on a demo-profile market
+"""Learning works (docs/method.md#policy-tiers, pitfall 9 of
+docs/method.md#pitfalls-this-method-avoids), tier by tier, on a demo-profile market
 with the demo profile's training budget: every learnable tier comes within 10% of the oracle's
 profit (the best fixed action in hindsight on the same episode seeds) at every demo α, and at its
 training α it halves the regret of the same tier untrained (same seed, one training step). v1's

@@ -11,9 +11,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from orchestration.planning import MissingUpstreamError
+from orchestration.jobs import stage_jobs
+from orchestration.planning import MissingUpstreamError, graph_stages
 from orchestration.recovery import HOST_TAG, PID_TAG
-from orchestration.runner import Status, run_pipeline
+from orchestration.runner import STAGE_TAG, Status, run_pipeline
 from phantom_assets.config import Settings
 from phantom_assets.simulate import simulate_to_incoming
 from tests.pipeline_helpers import REPO_ROOT, simulation_params
@@ -33,6 +34,11 @@ def _home(tmp_path: Path) -> Path:
 
 def _env(settings: Settings, home: Path) -> dict[str, str]:
     return {**os.environ, "DAGSTER_HOME": str(home), "PHANTOM_DATA_DIR": str(settings.data_dir)}
+
+
+def _with_stage_jobs(*assets: dg.AssetsDefinition) -> dg.Definitions:
+    """Definitions of `assets` with one job per stage, as `phantom run` executes them."""
+    return dg.Definitions(assets=assets, jobs=stage_jobs(dg.Definitions(assets=assets)))
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -60,7 +66,7 @@ def test_a_failed_blocking_check_skips_its_downstream_in_that_store_only(setting
     @dg.asset(partitions_def=STORES, deps=[dg.AssetDep(market, partition_mapping=by_store)])
     def policies(): ...
 
-    defs = dg.Definitions(assets=[scores, market, policies])
+    defs = _with_stage_jobs(scores, market, policies)
     with dg.instance_for_test() as instance:
         report = run_pipeline(settings, instance, defs=defs)
     status = {(o.stage, o.partition): o.status for o in report.outcomes}
@@ -74,6 +80,27 @@ def test_a_failed_blocking_check_skips_its_downstream_in_that_store_only(setting
         ("policies", "airline"): Status.OK,
         ("policies", "hotel"): Status.SKIPPED,
     }
+
+
+def test_every_run_belongs_to_its_stage_job_and_is_tagged_with_the_stage(settings: Settings):
+    # Runs used to appear in the UI as `__ephemeral_asset_job__`, with nothing naming the stage.
+    @dg.asset(partitions_def=STORES)
+    def scores(): ...
+
+    @dg.asset(deps=[scores])
+    def report(): ...
+
+    defs = _with_stage_jobs(scores, report)
+    with dg.instance_for_test() as instance:
+        assert not run_pipeline(settings, instance, defs=defs).failed
+        runs = instance.get_runs()
+    jobs = {stage.label: stage.job for stage in graph_stages(defs)}
+    assert sorted((run.tags[STAGE_TAG], run.job_name) for run in runs) == [
+        ("report", jobs["report"]),
+        ("scores", jobs["scores"]),
+        ("scores", jobs["scores"]),
+    ]
+    assert len(set(jobs.values())) == 2 and "__ephemeral_asset_job__" not in jobs.values()
 
 
 def test_a_selection_whose_upstream_was_never_built_names_it_and_the_star_syntax(

@@ -1,4 +1,5 @@
-"""The α̂ bootstrap CI covers the true agent share at its nominal rate (DESIGN §5 "α̂", §5a).
+"""The α̂ bootstrap CI covers the true agent share at its nominal rate
+(docs/statistics.md#agent-share-interval).
 
 Clustered calibration experiments and datasets at α ∈ {0, 0.25, 0.5, 1}, the demo's small
 calibration sample (4 agent experiments) and the pipeline's own shape (shared humans, reference

@@ -1,7 +1,7 @@
-"""The benchmark intervals cover and the slope test holds its level (DESIGN §5a), measured by
-`phantom_assets.calibration.benchmark` with N_REPS = 500 replications per layout on protocol-shaped
-rows (2 policies × 3 α × 2 K × both detectors × n episode seeds × T training seeds) through the
-real functions."""
+"""The benchmark intervals cover and the slope test holds its level
+(docs/statistics.md#benchmark-intervals), measured by `phantom_assets.calibration.benchmark` with
+N_REPS = 500 replications per layout on protocol-shaped rows (2 policies × 3 α × 2 K × both
+detectors × n episode seeds × T training seeds) through the real functions."""
 
 from __future__ import annotations
 

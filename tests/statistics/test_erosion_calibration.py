@@ -1,6 +1,6 @@
-"""The COI erosion t intervals cover at their nominal rate at n = 8 episode seeds (DESIGN §5a),
-measured by `phantom_assets.calibration.erosion` with N_REPS replications of the real
-`coi_erosion` on the demo market."""
+"""The COI erosion t intervals cover at their nominal rate at n = 8 episode seeds
+(docs/statistics.md#coi-erosion-intervals), measured by `phantom_assets.calibration.erosion` with
+N_REPS replications of the real `coi_erosion` on the demo market."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The certification gate holds its level on stress tables of the real shape (DESIGN §5a, §8):
+"""The certification gate holds its level on stress tables of the real shape
+(docs/statistics.md#certification-gate-tests):
 it certifies a class-blind rule (profit over the best undefended response, no detector value), a
 detector value without a profit advantage, an advantage the worst α of the band lacks, or human
 harm at the bound (normal and zero-inflated) at most (1 − confidence)/2 of the time, and finds

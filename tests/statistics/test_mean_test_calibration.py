@@ -1,5 +1,6 @@
 """The gate's mean test holds its level under skewed, heavy-tailed and zero-inflated per-seed
-values where the tests it replaces do not (DESIGN §5a, §8), and finds real effects.
+values where the tests it replaces do not (docs/statistics.md#certification-gate-tests), and finds
+real effects.
 
 `phantom_assets.calibration.mean_test` draws n = 24, 32 and 60 held-out seeds per sample with
 the mean on the null boundary and runs the real `mean_tests`, 25 tests per call as the gate

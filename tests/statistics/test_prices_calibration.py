@@ -1,7 +1,8 @@
-"""The store-price intervals cover and the human − agent premium test holds its level (DESIGN
-§5a), measured by `phantom_assets.calibration.prices` with N_REPS replications per layout: real
-`fit_price_model` / `observed_coi` / `coi_difference` on simulated stores with experiment random
-effects and unequal sessions per experiment by class (agents 3-6, humans 1-2)."""
+"""The store-price intervals cover and the human − agent premium test holds its level
+(docs/statistics.md#store-price-intervals), measured by `phantom_assets.calibration.prices` with
+N_REPS replications per layout: real `fit_price_model` / `observed_coi` / `coi_difference` on
+simulated stores with experiment random effects and unequal sessions per experiment by class (agents
+3-6, humans 1-2)."""
 
 from __future__ import annotations
 

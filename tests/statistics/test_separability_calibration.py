@@ -1,5 +1,6 @@
 """The separability report's test, kernel-divergence test and AUC interval are calibrated
-(DESIGN §5 "Separability report", §5a), with the production procedures on simulated experiments.
+(docs/statistics.md#separability-test-and-auc-interval), with the production procedures on simulated
+experiments.
 
 500 replications per layout (99 permutations or 99 bootstrap draws each): a rejection rate must be
 <= 0.05 + 3 binomial SEs (0.079), a coverage >= 0.95 − 3 SEs (0.921). Power is measured on the

@@ -16,7 +16,8 @@ from tests.pipeline_helpers import REPO_ROOT
 
 PACKAGES = ("phantom_assets", "orchestration")
 ADAPTER = "phantom_assets.assets.dagster_internals"
-# The Dagster layer; everything else under phantom_assets is pure methodology (DESIGN §2).
+# The Dagster layer; everything else under phantom_assets is pure methodology
+# (docs/architecture.md#layers).
 DAGSTER_LAYER = "phantom_assets.assets"
 PURE_FORBIDDEN = ("dagster", "dagster_dbt", "dagster_duckdb", "orchestration")
 

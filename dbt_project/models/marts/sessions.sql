@@ -14,7 +14,7 @@ session_labels as (
 
 session_summaries as (
 
-    -- Trajectory order: ts, then batch, then position in the source file (DESIGN §5).
+    -- Trajectory order: ts, then batch, then position in the source file (docs/method.md#sessions).
     select
         session_id,
         min(store) as store,

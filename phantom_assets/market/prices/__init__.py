@@ -1,4 +1,5 @@
-"""Store prices from the price logs (DESIGN §5 "Market v3", §12 `store_prices`, `observed_coi`).
+"""Store prices from the price logs
+(docs/method.md#store-prices-from-the-price-logs, docs/method.md#observed-coi).
 
     quotes = quote_features(raw_events)                 # one row per price log (+ `reason`)
     store_quotes = quotes.filter(pl.col("store") == s)

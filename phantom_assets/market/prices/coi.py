@@ -1,4 +1,5 @@
-"""Observed COI: what each class was quoted above the anchor in the logs (DESIGN §5 v3, §12).
+"""Observed COI: what each class was quoted above the anchor in the logs
+(docs/method.md#observed-coi).
 
 `premium` of a class = the quote-weighted mean of price/anchor − 1 over the class's usable view
 quotes (each quote shown once: cart and checkout logs repeat the view's locked price), i.e. the
@@ -50,7 +51,7 @@ COI_SCHEMA: dict[str, Any] = {
     "n_quotes": pl.Int64,
     "n_experiments": pl.Int64,
 }
-"""Columns of `observed_coi.parquet` (DESIGN §12)."""
+"""Columns of `observed_coi.parquet` (docs/architecture.md#column-contracts)."""
 DIFFERENCE_METHOD = "welch_cluster_t: CR3 by experiment per class, Satterthwaite df of BM dfs"
 
 

@@ -1,4 +1,5 @@
-"""Price logs joined to the interaction that showed them, with engagement before it (DESIGN §5).
+"""Price logs joined to the interaction that showed them, with engagement before it
+(docs/method.md#store-prices-from-the-price-logs).
 
 A price log (`record_type == "price_log"`, `event == "price_quote"`) follows, a few ms later and in
 the same session, the interaction that showed the price (`constants.PRICED_EVENTS`). Within a
@@ -13,8 +14,9 @@ Only quotes shown at an item view fit the price model (`QUOTE_EVENT`): cart, che
 logs repeat the price locked at the view, so using them would count one quote several times. They
 are kept (and counted) with their showing event in `event`.
 
-Nothing is silently lost (DESIGN §3.3): every price log comes back, with `reason` null when it is
-usable and otherwise one of `constants.PRICE_EXCLUSION_REASONS` (first that applies, in order).
+Nothing is silently lost (docs/method.md#bad-input): every price log comes back, with `reason` null
+when it is usable and otherwise one of `constants.PRICE_EXCLUSION_REASONS` (first that applies, in
+order).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
-"""`PriceModel`, the record `store_prices` writes, and the declared defaults (DESIGN §5 v3, §12).
+"""`PriceModel`, the record `store_prices` writes, and the declared defaults
+(docs/method.md#store-prices-from-the-price-logs).
 
 A store without enough price logs gets `declared_price_model`: no fitted anchors (the market falls
 back to its declared anchors, `market.compile.anchor_prices`: uniform in the declared range), the
 declared markup and quote noise (`MarketConfig.declared_markup`, `declared_quote_noise`), the
-demand-proxy signal (DESIGN §5 v2) and no s0 (the market's engagement-scale rule applies), each
+demand-proxy signal and no s0 (the market's engagement-scale rule applies), each
 with source "declared" and `reason` saying why.
 """
 
@@ -45,7 +46,7 @@ ANCHOR_SCHEMA: dict[str, Any] = {
 _MARKET = MarketConfig()
 DECLARED_MARKUP = _MARKET.declared_markup
 DECLARED_QUOTE_NOISE = _MARKET.declared_quote_noise
-DECLARED_SIGNAL = "demand_proxy"  # DESIGN §5 v2: the market's engagement is the demand proxy
+DECLARED_SIGNAL = "demand_proxy"  # the market's engagement without price logs
 _NAN2 = (math.nan, math.nan)
 
 

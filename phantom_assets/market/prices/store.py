@@ -1,4 +1,5 @@
-"""Files of the `store_prices` contract (DESIGN §12): `anchors.parquet` + `price_model.json`.
+"""Files of the `store_prices` contract (docs/architecture.md#column-contracts): `anchors.parquet` +
+`price_model.json`.
 
 Both are written atomically (`phantom_assets.storage`); the reader validates both and fails with
 a `ValueError` naming the file and what is wrong with it.

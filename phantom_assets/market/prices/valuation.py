@@ -1,5 +1,5 @@
-"""A lower bound on valuations from purchases at quoted prices (DESIGN §5 v3, "what logs cannot
-identify").
+"""A lower bound on valuations from purchases at quoted prices
+(docs/method.md#what-the-logs-cannot-identify).
 
 A buyer's valuation is at least the price it paid. Bin the view quotes by r = price/anchor; in a
 bin [r_lo, r_hi) the conversion c = bought/quoted satisfies c <= mean_q P(V >= r_q) <= P(V >= r_lo)

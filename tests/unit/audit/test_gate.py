@@ -43,7 +43,8 @@ def test_gate_certifies_a_planted_agent_aware_defence_on_held_out_seeds():
 
 def test_gate_refuses_a_class_blind_rule():
     # Indistinguishable humans and agents: permuted f quotes exactly like fitted f, so the
-    # detector value is 0 on every seed however much the rule beats the baseline (DESIGN §8).
+    # detector value is 0 on every seed however much the rule beats the baseline
+    # (docs/method.md#detector-value).
     stress = plant(gate_table(), WINNER, profit=10.0)
     fitted = stress.filter(pl.col("detector") == "fitted")
     stress = pl.concat([fitted, fitted.with_columns(detector=pl.lit("permuted"))])

@@ -69,7 +69,8 @@ def _extreme_dataset() -> pl.DataFrame:
 
 
 def test_score_sessions_never_uses_a_sessions_own_counts() -> None:
-    """Regression for DESIGN §10.3: the research scored sessions with kernels fitted on them."""
+    """Regression for pitfall 3 of docs/method.md#pitfalls-this-method-avoids: the research scored
+    sessions with kernels fitted on them."""
     sessions = _extreme_dataset()
     human = fit_class_kernels(sessions, "human", kappa=0.5, k=5)
     agent = fit_class_kernels(sessions, "agent", kappa=0.5, k=5)

@@ -27,7 +27,8 @@ CHAIN = [["page_view", "search", "search"], ["page_view", "search"], ["sort_chan
 
 
 def test_fit_kernel_counts_rows_as_sources() -> None:
-    """Regression for DESIGN §10.1 (the research kernel was transposed)."""
+    """Regression for pitfall 1 of docs/method.md#pitfalls-this-method-avoids: a transposed
+    kernel."""
     kernel = fit_kernel(encode_trajectories(CHAIN), kappa=0.0)
     assert kernel.counts[PV, SE] == 2
     assert kernel.counts[SE, PV] == 0

@@ -25,7 +25,7 @@ from phantom_assets.fingerprint import (
 )
 
 PARAMS = SeparabilityParams(n_bootstrap=200, n_permutations=200)
-CONTRACT_KEYS = (  # DESIGN §12 report.json
+CONTRACT_KEYS = (  # docs/architecture.md#column-contracts report.json
     "n_human", "n_agent", "u_statistic", "mann_whitney_p", "p_value", "p_method", "p_floor",
     "auc", "auc_ci_low", "auc_ci_high", "auc_ci_method",
 )  # fmt: skip

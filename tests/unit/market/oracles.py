@@ -1,4 +1,5 @@
-"""Plain-Python oracles of the market engine, straight from the DESIGN §5 definitions (tests only:
+"""Plain-Python oracles of the market engine, straight from the definitions of
+docs/method.md#the-market (tests only:
 the production code has one implementation, the compiled step)."""
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from phantom_assets.market.bank import PROB_FLOOR
 
 def brute_force_totals(spec, action, draws, alpha, k, decoys=None, reference=None):
     """Every `STEP_COLUMNS` total and the demand per product, shopper by shopper in plain
-    Python, straight from the DESIGN §5 definitions (the quote-time threshold rule; human harm
-    against `reference` = (level, markup), default the action's own at δ = 0)."""
+    Python, straight from the definitions of docs/method.md#the-market (the quote-time threshold
+    rule; human harm against `reference` = (level, markup), default the action's own at δ = 0)."""
     level, m, delta = spec.action_values(action)
     ref_level, ref_m = (level, m) if reference is None else reference
     human, agent = spec.banks

@@ -126,8 +126,8 @@ def test_decoy_scores_have_the_mix_law_within_each_engagement_stratum(spec):
 
 
 def test_a_class_blind_rule_of_engagement_is_unchanged_by_the_ablation(make_spec):
-    """DESIGN §5 v3: f = 1 iff s < s_t says nothing beyond engagement, so its decoy is itself
-    and its detector value is exactly 0 (a rule that detects nothing earns nothing)."""
+    """docs/method.md#detector-value: f = 1 iff s < s_t says nothing beyond engagement, so its decoy
+    is itself and its detector value is exactly 0 (a rule that detects nothing earns nothing)."""
     spec = make_spec()
     human, agent = spec.banks
     s_t = np.median(np.concatenate([human.engagement, agent.engagement]))
@@ -154,7 +154,8 @@ def test_agent_session_share(alpha, k, share):
 @pytest.mark.parametrize("k", [1, 2, 3, 4, 6, 8, 12, 16])
 def test_the_engine_reproduces_the_order_statistic_law_of_the_agent_price(make_spec, k):
     """The erosion theorem through the engine: with m = δ = 0 and agents who always buy, the
-    price paid is the minimum of K quotes, E = p_min + 2w·base/(K + 1) (DESIGN §5)."""
+    price paid is the minimum of K quotes, E = p_min + 2w·base/(K + 1)
+    (docs/method.md#agents-and-coi-erosion)."""
     spec = make_spec(markups=(0.0,), mu_agent=1e6)
     engine = engine_of(spec)
     paid, floor = [], []

@@ -1,5 +1,5 @@
-"""Learning happens (DESIGN §5, policy tiers), tier by tier: on the small demo market at α = 0.5,
-each learnable tier's greedy policy comes within its tolerance of the best fixed action (the
+"""Learning happens (docs/method.md#policy-tiers), tier by tier: on the small demo market at α =
+0.5, each learnable tier's greedy policy comes within its tolerance of the best fixed action (the
 oracle over the same episode seeds: common random numbers) AND halves the mean regret of the same
 tier untrained (one training step, 5 initialisations). The second comparison is what makes the
 test able to fail: many fixed actions are near the best, so one untrained network can pass a

@@ -136,3 +136,17 @@ def test_no_module_cites_the_internal_design_document():
         if re.search(r"DESIGN\s*§", source.read_text())
     )
     assert citing == [], "cite the docs/ section that says it instead"
+
+
+def test_the_readmes_example_config_loads_with_the_values_it_shows(tmp_path: Path):
+    # Settings are renamed as the project grows; an example naming a removed key fails at load.
+    from phantom_assets.config import load_settings
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    start = readme.index("# phantom.toml  (PHANTOM_CONFIG")
+    example = readme[start : readme.index("```", start)]
+    path = tmp_path / "phantom.toml"
+    path.write_text(example)
+    settings = load_settings("demo", config_file=path)
+    assert settings.evaluation.test_episodes == 24 and settings.evaluation.max_human_harm == 0.02
+    assert settings.market.bank == "empirical" and "tuned" in settings.training.tiers

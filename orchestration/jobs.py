@@ -29,3 +29,11 @@ def stage_jobs(defs: dg.Definitions) -> list[dg.UnresolvedAssetJobDefinition]:
                             description=_description(stage))
         for stage in graph_stages(defs)
     ]  # fmt: skip
+
+
+def with_stage_jobs(defs: dg.Definitions) -> dg.Definitions:
+    """`defs` with the stage jobs it lacks (`stage_jobs`): `phantom run` executes every run as
+    its stage's job, also for definitions built without them (tests, embedding apps)."""
+    names = {job.name for job in defs.jobs or ()}
+    missing = [job for job in stage_jobs(defs) if job.name not in names]
+    return dg.Definitions.merge(defs, dg.Definitions(jobs=missing)) if missing else defs

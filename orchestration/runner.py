@@ -30,6 +30,7 @@ from typing import Any
 
 import dagster as dg
 
+from orchestration.jobs import with_stage_jobs
 from orchestration.planning import (
     MissingUpstreamError,
     Stage,
@@ -276,7 +277,7 @@ def run_pipeline(
 
     `workers=0` runs the tasks one by one in this process; `workers=N` in N worker processes
     (the instance must then be persistent). `defs` replaces the graph built from `settings`
-    (in process only). `check_upstream=False` skips the never-materialized-upstream check
+    (in process only; the stage jobs it lacks are added). `check_upstream=False` skips the never-materialized-upstream check
     (publishing reads a lake that another instance may have built). A failed run skips its
     downstream tasks; the caller turns failures and skips into a non-zero exit. SIGTERM/SIGINT
     cancel the runs in flight and raise `Interrupted`.
@@ -288,7 +289,7 @@ def run_pipeline(
 
     if defs is not None and workers > 0:
         raise ValueError("prebuilt definitions run in process only (workers=0)")
-    defs = defs or build_definitions(settings, resources=resources)
+    defs = with_stage_jobs(defs) if defs else build_definitions(settings, resources=resources)
     report = PipelineReport()
     recover_dead_runs(instance, echo)
     for leftover in remove_stale_temp_files(settings.data_dir):  # a killed writer's temp files

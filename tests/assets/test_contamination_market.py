@@ -25,6 +25,7 @@ from phantom_assets.constants import DEMAND_WEIGHTS, END_TOKEN, KERNEL_STATES, S
 from phantom_assets.fingerprint.calibration import apply_logistic
 from phantom_assets.lake import alpha_from_key, alpha_key
 from phantom_assets.market import MarketSpec, engagement_w1, make_env
+from phantom_assets.market.prices import read_store_prices
 from tests.built_pipeline import BuiltPipeline
 from tests.pipeline_helpers import demo_definitions
 
@@ -261,7 +262,8 @@ def test_market_spec_round_trips_with_the_store_kernels_in_row_orientation(
     back = MarketSpec.load(tmp_path)
     assert back._scalars() == spec._scalars()
     np.testing.assert_array_equal(back.agent_score, spec.agent_score)
-    assert spec.n_products == built.settings.market.n_products
+    prices = read_store_prices(built.settings.lake.store_prices_dir(store))
+    assert spec.n_products == prices.anchors.height  # one product per anchor the logs identified
     human = _kernel_probs(built, store, "human")
     index = {s: i for i, s in enumerate(KERNEL_STATES)}
     for (src, dst), prob in human.items():
@@ -295,7 +297,7 @@ def test_market_banks_are_scored_with_the_store_detector_and_set_the_half_width(
     metadata = record.asset_materialization.metadata
     w1 = engagement_w1(human, agent)
     assert metadata["w1_engagement"].value == pytest.approx(w1, rel=1e-9)
-    expected = min(built.settings.market.ambiguity_radius_w1 / w1, 1.0)
+    expected = min(built.settings.agents.ambiguity_radius_w1 / w1, 1.0)
     assert metadata["alpha_half_width"].value == pytest.approx(expected, rel=1e-9)
     assert metadata["n_actions"].value == spec.n_actions
 
@@ -429,7 +431,9 @@ def test_alpha_hat_ci_check_is_evaluated_on_every_partition_and_follows_the_repo
     evaluations = _check_evaluations(built, "alpha_hat_ci_covers_alpha")
     expected = {_partition(store, alpha) for store in STORES for alpha in ALPHA_GRID}
     assert set(evaluations) == expected
-    for partition, passed in evaluations.items():
+    by_tag = {str(partition): partition for partition in expected}  # run tags hold the key string
+    for tag, passed in evaluations.items():
+        partition = by_tag[tag]
         store, key = partition.keys_by_dimension["store"], partition.keys_by_dimension["alpha"]
         folder = built.lake / "contaminated_datasets" / f"store={store}" / f"alpha={key}"
         report = json.loads((folder / "alpha_hat.json").read_text())

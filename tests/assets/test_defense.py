@@ -6,6 +6,7 @@ benchmark); tests that re-materialize work on a private copy.
 
 import itertools
 import json
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -259,10 +260,13 @@ def test_offline_tracking_logs_training_live_and_puts_the_run_directory_in_the_m
     live_metric: str,
 ):  # fmt: skip
     built = writable
+    # The tiny budgets: PPO's 32-step rollouts update (and log train/) within 96 steps.
+    assert built.materialize(key, selection=["trained_policies"], config=TINY_TRAINING).success
     before = built.data_version("trained_policies", key)
     result = built.materialize(
-        key, selection=["trained_policies"], experiment_tracking=offline_tracking
-    )
+        key, selection=["trained_policies"], config=TINY_TRAINING,
+        experiment_tracking=offline_tracking,
+    )  # fmt: skip
     assert result.success
     (directory,) = offline_runs(tmp_path)
     metadata = built.latest("trained_policies", key).metadata
@@ -294,14 +298,12 @@ def test_a_training_that_raises_inside_its_run_fails_the_step_and_marks_the_run_
 
 
 def test_a_grid_with_a_candidates_evaluation_missing_is_not_certified_and_says_which(
-    writable: Built,
+    writable: Built, tmp_path: Path
 ):
     # Research scale (issue 25): the best candidate may be the one whose evaluation is missing.
-    import shutil
-
     missing = "ppo-robust-a050"
     folder = writable.lake.evaluation_dir(STORE, missing)
-    aside = folder.with_name(folder.name + ".aside")
+    aside = tmp_path / "aside"  # outside the lake: no `policy=*` pattern may still read it
     shutil.move(folder, aside)
     try:
         result = dg.materialize(

@@ -52,9 +52,11 @@ def built(built_pipeline: BuiltPipeline) -> Iterator[Built]:
 
 
 @pytest.fixture
-def copied(built_pipeline: BuiltPipeline, tmp_path: Path) -> Iterator[Built]:
-    """The same lineage of a private copy (its files may be tampered with)."""
-    yield from _built(built_pipeline.copy_to(tmp_path))
+def copied(built_pipeline: BuiltPipeline, tmp_path: Path) -> Iterator[tuple[Built, Path]]:
+    """The same lineage of a private copy (its files may be tampered with), and the data root
+    it was copied from (the copy's instance records the original's artifact paths)."""
+    for built in _built(built_pipeline.copy_to(tmp_path)):
+        yield built, built_pipeline.data_dir
 
 
 def _partitions(records: list[ArtifactRecord], asset: str) -> list[str | None]:
@@ -120,33 +122,32 @@ def test_collect_lineage_file_records_verify_and_survive_a_json_round_trip(built
     assert verify_records(CertificationReport.from_json(report.to_json()).records).ok
 
 
-def test_verify_records_names_a_tampered_kernel_and_passes_once_restored(copied: Built):
-    built = copied
-    kernel = (
-        built.settings.lake_dir
-        / "transition_kernels"
-        / "store=hotel"
-        / "actor=agent"
-        / "kernel.parquet"
-    )
+def test_verify_records_names_a_tampered_kernel_and_passes_once_restored(
+    copied: tuple[Built, Path],
+):
+    built, original_root = copied
+    # Rebased on the copy, as `phantom audit` does: the original's files stay untouched.
+    records = [record.relative_to(original_root) for record in built.records]
+    root = built.settings.data_dir
+    kernel = built.settings.lake.kernels_dir("hotel", "agent") / "kernel.parquet"
     original = kernel.read_bytes()
     middle = len(original) // 2
     try:
         kernel.write_bytes(
             original[:middle] + bytes([original[middle] ^ 0xFF]) + original[middle + 1 :]
         )
-        result = verify_records(built.records)
+        result = verify_records(records, root)
         assert not result.ok
         assert [(m.asset, m.partition) for m in result.mismatches] == [
             ("transition_kernels", "agent|hotel")
         ]
-        assert Path(result.mismatches[0].file) == kernel
+        assert root / result.mismatches[0].file == kernel
         assert result.first_mismatch.startswith(
             "transition_kernels [agent|hotel]: kernel.parquet changed (recorded "
         )
     finally:
         kernel.write_bytes(original)
-    assert verify_records(built.records).ok
+    assert verify_records(records, root).ok
 
 
 def test_collect_lineage_rejects_an_unknown_asset(built: Built):

@@ -11,7 +11,6 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from orchestration.jobs import stage_jobs
 from orchestration.planning import MissingUpstreamError, graph_stages
 from orchestration.recovery import HOST_TAG, PID_TAG
 from orchestration.runner import STAGE_TAG, Status, run_pipeline
@@ -34,11 +33,6 @@ def _home(tmp_path: Path) -> Path:
 
 def _env(settings: Settings, home: Path) -> dict[str, str]:
     return {**os.environ, "DAGSTER_HOME": str(home), "PHANTOM_DATA_DIR": str(settings.data_dir)}
-
-
-def _with_stage_jobs(*assets: dg.AssetsDefinition) -> dg.Definitions:
-    """Definitions of `assets` with one job per stage, as `phantom run` executes them."""
-    return dg.Definitions(assets=assets, jobs=stage_jobs(dg.Definitions(assets=assets)))
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -66,7 +60,7 @@ def test_a_failed_blocking_check_skips_its_downstream_in_that_store_only(setting
     @dg.asset(partitions_def=STORES, deps=[dg.AssetDep(market, partition_mapping=by_store)])
     def policies(): ...
 
-    defs = _with_stage_jobs(scores, market, policies)
+    defs = dg.Definitions(assets=[scores, market, policies])
     with dg.instance_for_test() as instance:
         report = run_pipeline(settings, instance, defs=defs)
     status = {(o.stage, o.partition): o.status for o in report.outcomes}
@@ -90,7 +84,7 @@ def test_every_run_belongs_to_its_stage_job_and_is_tagged_with_the_stage(setting
     @dg.asset(deps=[scores])
     def report(): ...
 
-    defs = _with_stage_jobs(scores, report)
+    defs = dg.Definitions(assets=[scores, report])  # the runner adds the stage jobs
     with dg.instance_for_test() as instance:
         assert not run_pipeline(settings, instance, defs=defs).failed
         runs = instance.get_runs()

@@ -11,8 +11,6 @@ layout: the tolerance is 3 binomial SEs of the level (0.025 → +0.023).
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
@@ -32,23 +30,3 @@ def test_gate_false_certification_rate_is_within_its_level(layout):
 def test_gate_certifies_a_real_profit_advantage_with_a_real_detector_value_most_of_the_time():
     # Without this a level-holding gate could simply never certify.
     assert gate_rejection_rate(POWER_LAYOUT, 200, np.random.default_rng(7)) >= 0.8
-
-
-def test_selecting_on_the_test_seeds_would_break_the_level(monkeypatch):
-    # The v1 mistake, re-enacted on the class-blind rule: every learnable candidate beats the
-    # baseline, so only the detector value decides; choosing the best of 6 null detector values
-    # on the seeds it is then tested on certifies far more often than 2.5%.
-    from phantom_assets.audit import selection
-
-    original = selection.rank_candidates
-
-    def select_on_test_seeds(profit, harm, *args):
-        def swapped(cube):  # the held-out seeds labelled as selection seeds
-            return dataclasses.replace(cube, is_selection=~cube.is_selection)
-
-        return original(swapped(profit), swapped(harm), *args)
-
-    monkeypatch.setattr(selection, "rank_candidates", select_on_test_seeds)
-    layout = next(layout for layout in LAYOUTS if layout.name == "class_blind_rule")
-    rate = gate_rejection_rate(layout, 200, np.random.default_rng(2026))
-    assert rate > LEVEL + 3 * binomial_se(LEVEL, 200)

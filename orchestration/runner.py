@@ -277,8 +277,9 @@ def run_pipeline(
 
     `workers=0` runs the tasks one by one in this process; `workers=N` in N worker processes
     (the instance must then be persistent). `defs` replaces the graph built from `settings`
-    (in process only; the stage jobs it lacks are added). `check_upstream=False` skips the never-materialized-upstream check
-    (publishing reads a lake that another instance may have built). A failed run skips its
+    (in process only; the stage jobs it lacks are added). `check_upstream=False` skips the
+    never-materialized-upstream check (publishing reads a lake that another instance may have
+    built). A failed run skips its
     downstream tasks; the caller turns failures and skips into a non-zero exit. SIGTERM/SIGINT
     cancel the runs in flight and raise `Interrupted`.
 

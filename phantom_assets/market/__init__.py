@@ -44,6 +44,7 @@ from phantom_assets.market.erosion import (
     coi_a_share,
     coi_erosion,
 )
+from phantom_assets.market.law import EpisodeLaw, training_law
 from phantom_assets.market.oracle import (
     ORACLE_SCHEMA,
     episode_draws,
@@ -70,6 +71,7 @@ __all__ = [
     "Column",
     "EngagementStrata",
     "Engine",
+    "EpisodeLaw",
     "MarketSpec",
     "PricingMarketEnv",
     "StepDraws",
@@ -108,4 +110,5 @@ __all__ = [
     "spec_markdown",
     "state_weights",
     "store_session_banks",
+    "training_law",
 ]

@@ -91,8 +91,9 @@ class TrainingParams:
         q_learning_rate: tabular Q-learning step size.
         q_epsilon_start, q_epsilon_end, q_exploration_fraction: ε decays linearly from start
             to end over this share of the budget, then stays at the end.
-        q_alpha_bins, q_low_engagement_bins: equal-width bins of α̂ and of the low-engagement
-            purchase share (the Q-table's state; the base level is the third coordinate).
+        q_alpha_bins, q_low_engagement_bins: equal-width bins of the shopper α̂ and of the
+            low-engagement purchase share (the Q-table's state; the base level is the third
+            coordinate).
         surge_threshold: relative deviation of demand breadth from its running mean that moves
             the surge base level by one.
         surge_memory: weight of the past in the surge running mean (exponential smoothing).

@@ -56,6 +56,7 @@ SENSITIVITY_FILE, SENSITIVITY_MD_FILE = "sensitivity.parquet", "sensitivity.md"
 EROSION_FILE, EROSION_PLOT_FILE = "coi_erosion.parquet", "coi_erosion.png"
 EROSION_METRICS_FILE = "erosion_metrics.parquet"
 ORACLE_FILE, REFERENCE_FILE = "oracle.parquet", "reference.json"
+OBSERVATION_FILE = "observation.parquet"
 
 # --- observed COI per store (the market's `observed_coi` asset): premium per class with its CI ---
 OBSERVED_COI_FILE = "observed_coi.parquet"

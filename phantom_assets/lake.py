@@ -63,6 +63,7 @@ OBSERVED_COI_FILE = "observed_coi.parquet"
 
 # --- benchmark per store: regret vs the oracle and the λ × adversary factorial ---
 REGRET_FILE, ABLATION_FILE = "regret.parquet", "ablation.parquet"
+ADAPTIVITY_FILE = "adaptivity.parquet"
 
 
 def alpha_key(alpha: float) -> str:

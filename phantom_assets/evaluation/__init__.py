@@ -1,5 +1,13 @@
 """The evaluation protocol, benchmark statistics, tables and plots (DESIGN §5, evaluation)."""
 
+from phantom_assets.evaluation.adaptivity import (
+    ADAPTIVITY_SCHEMA,
+    FIXED_SCHEMA,
+    REGRET_SCHEMA,
+    adaptivity_table,
+    fixed_action_profits,
+    regret_table,
+)
 from phantom_assets.evaluation.benchmark import (
     CI_METHOD,
     CURVE_SCHEMA,
@@ -26,12 +34,10 @@ from phantom_assets.evaluation.contrasts import (
     FACTORIAL_EFFECTS,
     FACTORIAL_METRICS,
     FACTORIAL_MODES,
-    REGRET_SCHEMA,
     VS_STATIC,
     VS_TUNED,
     comparison_pairs,
     factorial_effects,
-    regret_table,
 )
 from phantom_assets.evaluation.partition import (
     PolicyEvaluation,
@@ -80,6 +86,7 @@ from phantom_assets.evaluation.tables import (
 
 __all__ = [
     "ABLATION_SCHEMA",
+    "ADAPTIVITY_SCHEMA",
     "BENCHMARK_FILES",
     "CI_METHOD",
     "CURVE_SCHEMA",
@@ -93,6 +100,7 @@ __all__ = [
     "FACTORIAL_METRICS",
     "FACTORIAL_MODES",
     "FITTED",
+    "FIXED_SCHEMA",
     "PAIR_COLUMNS",
     "PERMUTED",
     "REGRESSION_METHOD",
@@ -112,6 +120,7 @@ __all__ = [
     "ProtocolConformance",
     "SensitivityDesign",
     "action_traces",
+    "adaptivity_table",
     "assumption_grid",
     "benchmark_curves",
     "benchmark_tables",
@@ -126,6 +135,7 @@ __all__ = [
     "evaluate_policy",
     "expected_curve_rows",
     "factorial_effects",
+    "fixed_action_profits",
     "load_evaluations",
     "market_sensitivity",
     "nominal_rows",

@@ -124,7 +124,7 @@ def coi_erosion(settings: Settings, store: str) -> dict[str, Any] | None:
                               "n": r.get("n")} for r in part.iter_rows(named=True)}  # fmt: skip
 
     human, agent = by_k("human", "min"), by_k("agent", "max")
-    nominal = settings.market.agent_sessions
+    nominal = settings.agents.nominal_k
     h = human.get(nominal, {}).get("mean")
     a = agent.get(nominal, {}).get("mean")
     return {

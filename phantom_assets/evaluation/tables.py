@@ -134,7 +134,9 @@ def expected_curve_rows(policies: int, alphas: int, ks: int) -> int:
 
 
 def _cell(value: float | None) -> str:
-    return "–" if value is None or value != value else f"{value:.1f}"  # NaN != NaN
+    if value is None or value != value:  # NaN != NaN
+        return "–"
+    return f"{round(value, 1) + 0.0:.1f}"  # + 0.0: a rounded -0.0 (summation noise) prints 0.0
 
 
 def _headline(tables: BenchmarkTables) -> list[str]:

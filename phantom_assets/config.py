@@ -27,6 +27,9 @@ from phantom_assets.lake import Lake
 
 PROFILES = ("demo", "study")
 MARKET_BANKS = ("empirical", "kernel")
+TRAINING_LAWS = ("uniform", "grid")
+"""How a training episode's α is drawn from its band: uniform on the interval, or uniform over the
+α grid's points inside it (`AgentsConfig.train_law`)."""
 DEFAULT_PROFILE = "demo"
 DEFAULT_DATA_DIR = Path("data")
 
@@ -88,7 +91,13 @@ class AgentsConfig:
 
     Attributes:
         alpha_grid: α of the contaminated datasets, the COI erosion, the oracle and the evaluation.
-        train_alphas: α a learnable policy is trained at (they name the policy keys).
+        train_alphas: the nominal α of a policy's training band (they name the policy keys).
+        train_alpha_radius: r of the training band α0 ± r ∩ [0, 1] around a training α0: every
+            training episode runs at an α drawn from it (and a K from `k_grid`), so a policy
+            does well only by reading α̂ (docs/method.md#policy-tiers). 0: one training α.
+        train_law: how the episode's α is drawn from the band (`TRAINING_LAWS`): "uniform" on
+            the interval, or "grid": uniform over the `alpha_grid` points inside it; K is
+            uniform over `k_grid` either way.
         nominal_k: K of the market's nominal env (training, the headline COI_A(K), stress rows).
         k_grid: K of the oracle and of the evaluation.
         erosion_k_grid: K of the COI-erosion curve (the nominal K is always added).
@@ -102,6 +111,8 @@ class AgentsConfig:
 
     alpha_grid: tuple[float, ...] = (0.0, 0.5, 1.0)
     train_alphas: tuple[float, ...] = (0.5,)
+    train_alpha_radius: float = 0.5
+    train_law: str = "uniform"
     nominal_k: int = 8
     k_grid: tuple[int, ...] = (2, 8)
     erosion_k_grid: tuple[int, ...] = (1, 2, 4, 8, 16)
@@ -123,9 +134,13 @@ class AgentsConfig:
         if self.nominal_k < 1 or self.robust_alpha_candidates < 1:
             raise ValueError(f"[agents] nominal_k and robust_alpha_candidates must be >= 1: "
                              f"{self.nominal_k!r}, {self.robust_alpha_candidates!r}")  # fmt: skip
-        if self.ambiguity_radius_w1 < 0 or self.stress_radius < 0:
-            raise ValueError(f"[agents] ambiguity_radius_w1 and stress_radius must be >= 0: "
-                             f"{self.ambiguity_radius_w1!r}, {self.stress_radius!r}")  # fmt: skip
+        radii = (self.ambiguity_radius_w1, self.stress_radius, self.train_alpha_radius)
+        if min(radii) < 0:
+            raise ValueError(f"[agents] ambiguity_radius_w1, stress_radius and train_alpha_radius "
+                             f"must be >= 0: {radii!r}")  # fmt: skip
+        if self.train_law not in TRAINING_LAWS:
+            raise ValueError(f"[agents] train_law must be one of {TRAINING_LAWS}, got "
+                             f"{self.train_law!r}")  # fmt: skip
 
 
 @dataclass(frozen=True)

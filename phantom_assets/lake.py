@@ -56,12 +56,14 @@ SENSITIVITY_FILE, SENSITIVITY_MD_FILE = "sensitivity.parquet", "sensitivity.md"
 EROSION_FILE, EROSION_PLOT_FILE = "coi_erosion.parquet", "coi_erosion.png"
 EROSION_METRICS_FILE = "erosion_metrics.parquet"
 ORACLE_FILE, REFERENCE_FILE = "oracle.parquet", "reference.json"
+OBSERVATION_FILE = "observation.parquet"
 
 # --- observed COI per store (the market's `observed_coi` asset): premium per class with its CI ---
 OBSERVED_COI_FILE = "observed_coi.parquet"
 
 # --- benchmark per store: regret vs the oracle and the λ × adversary factorial ---
 REGRET_FILE, ABLATION_FILE = "regret.parquet", "ablation.parquet"
+ADAPTIVITY_FILE = "adaptivity.parquet"
 
 
 def alpha_key(alpha: float) -> str:

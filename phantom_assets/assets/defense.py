@@ -20,7 +20,7 @@ from phantom_assets.assets.partitions import BY_STORE, GridPartitions, store_pol
 from phantom_assets.assets.resources import ExperimentTrackingResource, StorageResource
 from phantom_assets.config import Settings, TrainingConfig
 from phantom_assets.lake import CURVE_FILE, REFERENCE_FILE
-from phantom_assets.market import MarketSpec
+from phantom_assets.market import EpisodeLaw, MarketSpec, training_law
 from phantom_assets.market.response import Response
 from phantom_assets.policies import (
     HEURISTIC_MODE,
@@ -48,6 +48,8 @@ DEFENSE_CODE = code_version_of(
 # What one partition trains with; the tiers, training α and ablation tier only shape the grid of
 # partitions.
 TRAINING_FIELDS = ("timesteps", "ablation_lam", "seeds", "device", "torch_threads")
+# The training law's band, law and K values (`market.training_law`).
+LAW_FIELDS = ("train_alpha_radius", "train_law", "alpha_grid", "k_grid")
 RELOAD_CHECK = "saved_policy_reloads_identically"
 # The hyperparameters a run's config sets (tiny networks and rollouts for tests and demos).
 RUN_TIME_HYPERPARAMETERS = (
@@ -94,7 +96,7 @@ def forward_progress(context: dg.AssetExecutionContext) -> Iterator[None]:
 
 def _tracked_training(
     key: PolicyKey, spec: MarketSpec, params: TrainingParams, seed: int, store: str,
-    tracking: ExperimentTrackingResource, reference_action: int,
+    tracking: ExperimentTrackingResource, reference_action: int, law: EpisodeLaw,
 ) -> tuple[TrainedPolicy, str | None]:  # fmt: skip
     """`train_policy` inside an optional W&B run (config, live metrics, hyperparameters); returns
     the policy and the run's URL (offline: its run directory), None when untracked. A training
@@ -107,7 +109,7 @@ def _tracked_training(
     with wandb_run(config, enabled=tracking.enabled, project=tracking.project,
                    api_key=tracking.api_key, **init) as run:  # fmt: skip
         trained = train_policy(key.tier, mode, spec, key.alpha, params, seed, run=run,
-                               reference_action=reference_action)  # fmt: skip
+                               reference_action=reference_action, law=law)  # fmt: skip
         if run is None:
             return trained, None
         run.summary["hyperparameters"] = trained.hyperparameters
@@ -121,18 +123,20 @@ def trained_policies(
     experiment_tracking: ExperimentTrackingResource,
 ):
     """One pricing policy of a store: its tier, mode (λ × adversary: baseline, robust, and for
-    the ablation tier charged, robustcharged) and training α come from the policy key; one model
-    per training seed, with the learning curves, hyperparameters and plateau ratios in
-    `policy.json`. The tuned-static tier plays the store's best undefended response (the
-    oracle's `reference.json`)."""
+    the ablation tier charged, robustcharged) and training α come from the policy key; every
+    training episode runs at an (α, K) drawn from the band around that α (`[agents]
+    train_alpha_radius`, `train_law`); one model per training seed, with the learning curves,
+    hyperparameters and plateau ratios in `policy.json`. The tuned-static tier plays the store's
+    best undefended response (the oracle's `reference.json`)."""
     store, key = store_policy_keys(context)
     settings = storage.settings()
     spec = MarketSpec.load(settings.lake.market_dir(store))
     reference = Response.read(settings.lake.oracle_dir(store) / REFERENCE_FILE).action
     params = config.params(settings.training)
+    law = training_law(settings.agents, key.alpha)
     with forward_progress(context):
-        tracked = [_tracked_training(key, spec, params, seed, store, experiment_tracking,
-                                     reference) for seed in settings.training.seeds]  # fmt: skip
+        tracked = [_tracked_training(key, spec, params, seed, store, experiment_tracking, reference,
+                                     law) for seed in settings.training.seeds]  # fmt: skip
     trained = [t for t, _ in tracked]
     runs = {str(t.seed): where for t, where in tracked if where is not None}
     folder = settings.lake.policy_dir(store, key.key)
@@ -148,6 +152,8 @@ def trained_policies(
         metadata=table_metadata(
             curve, folder / CURVE_FILE, **artifacts,
             tier=key.tier, mode=key.mode, alpha=key.alpha, robust=robust, lam=lam,
+            training_alpha_band=str(law.band), training_ks=str(list(law.ks)),
+            training_law=law.law,
             seeds=str(record["seeds"]), weights_sha256=record["weights_sha256"],
             plateau_ratio=plateau, plateaued=has_plateaued(plateau),
             hyperparameters=dg.MetadataValue.json(record["hyperparameters"]),
@@ -167,6 +173,7 @@ def trained_policies(
 def build_defense_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:
     """`trained_policies` on the store × policy grid, versioned with its training budget."""
     budget = settings_fields(settings.training, *TRAINING_FIELDS)
+    band = settings_fields(settings.agents, *LAW_FIELDS)
     asset = dg.asset(
         partitions_def=grids.store_policy,
         deps=[
@@ -175,7 +182,7 @@ def build_defense_assets(settings: Settings, grids: GridPartitions) -> list[dg.A
         ],
         group_name="defense",
         kinds={"python", "pytorch", "numpy"},
-        code_version=with_settings(DEFENSE_CODE, budget),
+        code_version=with_settings(DEFENSE_CODE, budget, band),
         check_specs=[
             dg.AssetCheckSpec(
                 RELOAD_CHECK,

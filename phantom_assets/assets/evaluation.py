@@ -72,7 +72,8 @@ def policy_evaluations(context: dg.AssetExecutionContext, storage: StorageResour
     """One policy evaluated by the protocol: nominal market (no adversary) at every (α, K) of the
     evaluation grid with the fitted detector and the permuted-f ablation, E episodes with seeds
     shared by every policy (`nominal.parquet`); the worst case over α0 ± r at the nominal K
-    (`stress.parquet`); per-step actions and α̂ of episode 0 (`traces.parquet`)."""
+    (`stress.parquet`); per-step actions and observed agent shares of the fitted episodes
+    (`traces.parquet`), and the chosen action against the observed shopper α̂ (plot)."""
     store, key = store_policy_keys(context)
     settings = storage.settings()
     cfg, agents, lake, training = (settings.evaluation, settings.agents, settings.lake,
@@ -92,10 +93,13 @@ def policy_evaluations(context: dg.AssetExecutionContext, storage: StorageResour
     profit = (nominal.filter(pl.col("detector") == FITTED).group_by("alpha", "k")
               .agg(pl.col("profit").mean()).sort("alpha", "k"))  # fmt: skip
     context.log.info(f"evaluated {key.key} of {store} in {seconds:.1f} s")
+    png = settings.reports_dir / "policy_evaluations" / f"{store}-{key.key}-actions.png"
+    actions = figure_markdown(plot_actions_vs_alpha_hat(nominal), png, f"action vs α̂ {key.key}")
     yield dg.MaterializeResult(
         data_version=version,
         metadata=table_metadata(
-            nominal, paths[0], **artifacts, alpha_grid=str(list(agents.alpha_grid)),
+            nominal, paths[0], **artifacts, actions_vs_alpha_hat=actions,
+            alpha_grid=str(list(agents.alpha_grid)),
             k_grid=str(list(agents.k_grid)), episodes=cfg.episodes,
             selection_seeds=str(list(cfg.selection_seeds)), test_seeds=str(list(cfg.test_seeds)),
             stress_radius=agents.stress_radius, stress_k=spec.nominal_k,
@@ -151,9 +155,12 @@ def curve_checks(
 def benchmark_curves(context: dg.AssetExecutionContext, storage: StorageResource):
     """Benchmark of one store: every metric vs (α, K) per policy and detector with Student-t 95%
     CIs over episode seeds, training seeds averaged first (`curves.parquet`); paired detector
-    value, defended − baseline and vs-static differences (`differences.parquet`); revenue-on-α
-    OLS with seed-clustered SEs (`regression.json`); regret vs the oracle (`regret.parquet`); the
-    λ × adversary factorial of the ablation tier (`ablation.parquet`); a summary and plots."""
+    value, defended − baseline, vs-tuned-static and vs-static differences
+    (`differences.parquet`); revenue-on-α OLS with seed-clustered SEs (`regression.json`);
+    regret vs the oracle with CIs (`regret.parquet`); the λ × adversary factorial of the ablation
+    tier (`ablation.parquet`); how much each policy's action varies with the observed agent share
+    and what that earns over its own best fixed action (`adaptivity.parquet`); a summary and
+    plots."""
     store, settings = context.partition_key, storage.settings()
     cfg, lake = settings.evaluation, settings.lake
     folders = {key: lake.evaluation_dir(store, key) for key in policy_grid(settings)}
@@ -161,8 +168,8 @@ def benchmark_curves(context: dg.AssetExecutionContext, storage: StorageResource
     if missing:
         context.log.warning(f"benchmark of {store} lacks evaluations of {missing}")
     oracle = pl.read_parquet(lake.oracle_dir(store) / ORACLE_FILE)
-    tables = benchmark_tables(evaluation.nominal, evaluation.stress, oracle,
-                              settings.training.ablation_tier)  # fmt: skip
+    spec = MarketSpec.load(lake.market_dir(store))
+    tables = benchmark_tables(evaluation, oracle, spec, settings.training.ablation_tier)
     paths = save_benchmark(lake.benchmark_dir(store), store, tables)
     version, artifacts = artifact_version(*paths)
     plots = benchmark_plots(tables, evaluation.nominal, settings.reports_dir, store)
@@ -210,8 +217,13 @@ def build_evaluation_assets(settings: Settings, grids: GridPartitions) -> list[d
     )
     curves = dg.asset(
         partitions_def=store_partitions,
-        # market_oracle is partitioned by store like this asset: the identity mapping.
-        deps=[dg.AssetDep("policy_evaluations", partition_mapping=BY_STORE), "market_oracle"],
+        # market_oracle and market_simulators are partitioned by store like this asset: the
+        # identity mapping.
+        deps=[
+            dg.AssetDep("policy_evaluations", partition_mapping=BY_STORE),
+            "market_oracle",
+            "market_simulators",
+        ],
         group_name="evaluation",
         kinds={"python", "parquet", "matplotlib"},
         code_version=with_settings(

@@ -1,5 +1,8 @@
 """Market group: the pricing market simulator compiled per store from its class kernels, the COI
-erosion curves it implies and its best-fixed-action oracle."""
+erosion curves it implies and its best-fixed-action oracle.
+
+Over the 250-line asset-module budget by a few lines: the oracle's observation check belongs to
+the same seeds and (α, K) grid as the oracle, so it lives with it."""
 
 from pathlib import Path
 
@@ -24,6 +27,7 @@ from phantom_assets.lake import (
     EROSION_FILE,
     EROSION_METRICS_FILE,
     EROSION_PLOT_FILE,
+    OBSERVATION_FILE,
     ORACLE_FILE,
     REFERENCE_FILE,
 )
@@ -42,6 +46,7 @@ from phantom_assets.market import (
     spec_markdown,
     store_session_banks,
 )
+from phantom_assets.market import observation as observed
 from phantom_assets.market.compile import BANK_STREAM
 from phantom_assets.market.prices import read_store_prices
 from phantom_assets.storage import write_json_atomic, write_parquet_atomic
@@ -57,6 +62,7 @@ CHECK_ENV_ALPHA = 0.5  # nominal α of the env that the check builds (robust mod
 EROSION_CHECK = "coi_a_erodes_with_k"
 ORACLE_CHECK = "oracle_profit_at_least_undefended"
 ORACLE_EDGE_CHECK = "best_levels_inside_level_grid"
+OBSERVATION_CHECK = "observed_shopper_share_tells_low_from_high_alpha"
 # The settings each asset computes with (the selection seeds are evaluation `seed`, `episodes`).
 SEED_FIELDS = ("seed", "episodes")
 MARKET_AGENT_FIELDS = ("nominal_k", "robust_k_set", "robust_alpha_candidates",
@@ -150,7 +156,9 @@ def market_oracle(context: dg.AssetExecutionContext, storage: StorageResource):
     episode profit with a Student-t 95% CI, and the undefended engine's profit on the same draws:
     the bound every policy's regret is measured against. Also the best undefended response
     (`reference.json`: the δ = 0 action with the best stress objective, the tuned-static tier
-    and the gate's baseline; human harm is measured against it)."""
+    and the gate's baseline; human harm is measured against it), and how well the observed agent
+    shares track α (`observation.parquet`: error vs α per (α, K); one-step separation of
+    α ≤ 0.2 from α ≥ 0.5 with K unknown)."""
     store, settings = context.partition_key, storage.settings()
     cfg, agents = settings.evaluation, settings.agents
     folder = settings.lake.oracle_dir(store)
@@ -158,16 +166,20 @@ def market_oracle(context: dg.AssetExecutionContext, storage: StorageResource):
     table = oracle.market_oracle(spec, agents.alpha_grid, agents.k_grid, cfg.selection_seeds)
     response = best_undefended_response(spec, agents.alpha_grid, agents.stress_radius,
                                                spec.nominal_k, cfg.selection_seeds)  # fmt: skip
-    write_parquet_atomic(table, folder / ORACLE_FILE)
-    write_json_atomic(response.to_dict(), folder / REFERENCE_FILE)
-    version, artifacts = artifact_version(folder / ORACLE_FILE, folder / REFERENCE_FILE)
+    report = observed.observation_report(spec, agents.k_grid, cfg.selection_seeds)
+    paths = [folder / name for name in (ORACLE_FILE, REFERENCE_FILE, OBSERVATION_FILE)]
+    write_parquet_atomic(table, paths[0])
+    write_json_atomic(response.to_dict(), paths[1])
+    write_parquet_atomic(report.accuracy, paths[2])
+    version, artifacts = artifact_version(*paths)
     yield dg.MaterializeResult(
         data_version=version,
         metadata=table_metadata(table, folder / ORACLE_FILE, **artifacts,
                                 seeds=str(list(cfg.selection_seeds)),
                                 best_undefended=str(spec.action_values(response.action)),
                                 best_undefended_objective=response.objective,
-                                best_actions=dg.MetadataValue.md(oracle.oracle_markdown(table))),
+                                best_actions=dg.MetadataValue.md(oracle.oracle_markdown(table)),
+                                observation=dg.MetadataValue.md(report.markdown())),
     )  # fmt: skip
     shortfall = float((table["undefended_profit"] - table["profit"]).max())
     yield dg.AssetCheckResult(check_name=ORACLE_CHECK, passed=shortfall <= 0.0,
@@ -177,6 +189,11 @@ def market_oracle(context: dg.AssetExecutionContext, storage: StorageResource):
         check_name=ORACLE_EDGE_CHECK, passed=edges.is_empty(),
         severity=dg.AssetCheckSeverity.WARN,
         metadata={"cells_at_grid_edge": str(edges.select("alpha", "k", "level").rows())},
+    )  # fmt: skip
+    errors = {f"{name}_one_step_error_k_unknown": report.error(name) for name in observed.ESTIMATES}
+    yield dg.AssetCheckResult(
+        check_name=OBSERVATION_CHECK, severity=dg.AssetCheckSeverity.WARN, metadata=errors,
+        passed=report.error("shopper_alpha_hat") <= observed.SEPARATION_TOLERANCE,
     )  # fmt: skip
 
 
@@ -216,6 +233,9 @@ def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.As
                               description="The oracle is not below the undefended engine."),
             dg.AssetCheckSpec(ORACLE_EDGE_CHECK, asset="market_oracle", blocking=False,
                               description="No best action sits at a base-level grid edge."),
+            dg.AssetCheckSpec(OBSERVATION_CHECK, asset="market_oracle", blocking=False,
+                              description="One step of the observed shopper α̂ tells α ≤ 0.2 "
+                              "from α ≥ 0.5 with K unknown."),
         ]),
     ]  # fmt: skip
     return [asset(market_simulators)] + [

@@ -1,6 +1,14 @@
 """The evaluation protocol, benchmark statistics, tables and plots
 (docs/method.md#evaluation-protocol)."""
 
+from phantom_assets.evaluation.adaptivity import (
+    ADAPTIVITY_SCHEMA,
+    FIXED_SCHEMA,
+    REGRET_SCHEMA,
+    adaptivity_table,
+    fixed_action_profits,
+    regret_table,
+)
 from phantom_assets.evaluation.benchmark import (
     CI_METHOD,
     CURVE_SCHEMA,
@@ -27,12 +35,10 @@ from phantom_assets.evaluation.contrasts import (
     FACTORIAL_EFFECTS,
     FACTORIAL_METRICS,
     FACTORIAL_MODES,
-    REGRET_SCHEMA,
     VS_STATIC,
     VS_TUNED,
     comparison_pairs,
     factorial_effects,
-    regret_table,
 )
 from phantom_assets.evaluation.partition import (
     PolicyEvaluation,
@@ -81,6 +87,7 @@ from phantom_assets.evaluation.tables import (
 
 __all__ = [
     "ABLATION_SCHEMA",
+    "ADAPTIVITY_SCHEMA",
     "BENCHMARK_FILES",
     "CI_METHOD",
     "CURVE_SCHEMA",
@@ -94,6 +101,7 @@ __all__ = [
     "FACTORIAL_METRICS",
     "FACTORIAL_MODES",
     "FITTED",
+    "FIXED_SCHEMA",
     "PAIR_COLUMNS",
     "PERMUTED",
     "REGRESSION_METHOD",
@@ -113,6 +121,7 @@ __all__ = [
     "ProtocolConformance",
     "SensitivityDesign",
     "action_traces",
+    "adaptivity_table",
     "assumption_grid",
     "benchmark_curves",
     "benchmark_tables",
@@ -127,6 +136,7 @@ __all__ = [
     "evaluate_policy",
     "expected_curve_rows",
     "factorial_effects",
+    "fixed_action_profits",
     "load_evaluations",
     "market_sensitivity",
     "nominal_rows",

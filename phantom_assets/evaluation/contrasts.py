@@ -1,5 +1,6 @@
-"""What the benchmark compares: the paired comparisons, the λ × adversary factorial of the
-ablation tier, and the regret against the clairvoyant oracle (docs/method.md#benchmark-curves).
+"""What the benchmark compares: the paired comparisons and the λ × adversary factorial of the
+ablation tier (docs/method.md#benchmark-curves; the regret against the clairvoyant oracle is
+`adaptivity`'s).
 
 Comparisons (`comparison_pairs`), all paired on (α, K, episode seed) by `paired_differences`:
 - `detector_value`: a policy with the fitted detector − the same policy with permuted f
@@ -46,12 +47,6 @@ ABLATION_SCHEMA: dict[str, pl.DataType] = {
     "ci_high": pl.Float64(), "n": pl.Int64(),
 }  # fmt: skip
 """Contract of `benchmark_curves/ablation.parquet` (fitted detector)."""
-REGRET_SCHEMA: dict[str, pl.DataType] = {
-    "policy": pl.String(), "tier": pl.String(), "mode": pl.String(), "alpha": pl.Float64(),
-    "k": pl.Int64(), "profit": pl.Float64(), "oracle_profit": pl.Float64(),
-    "regret": pl.Float64(), "relative_regret": pl.Float64(), "n": pl.Int64(),
-}  # fmt: skip
-"""Contract of `benchmark_curves/regret.parquet` (fitted detector, nominal profit)."""
 
 
 def comparison_pairs(labels: pl.DataFrame) -> pl.DataFrame:
@@ -117,27 +112,3 @@ def factorial_effects(
     columns = ["tier", *groups, "metric", "effect", "mean", "ci_low", "ci_high", "n"]
     out = out.with_columns(tier=pl.lit(tier)).select(columns).cast(ABLATION_SCHEMA)  # type: ignore[arg-type]
     return out.sort("train_alpha", "metric", "effect", *groups[1:])
-
-
-def regret_table(curves: pl.DataFrame, oracle: pl.DataFrame) -> pl.DataFrame:
-    """Regret of every policy at every (α, K): the oracle's profit (the best fixed action under
-    common random numbers) − the policy's mean fitted-detector profit, and that over the oracle's
-    profit (`relative_regret`, NaN where the oracle's profit is not positive).
-
-    Args:
-        curves: `benchmark_curves` rows (metric `profit`, detector `fitted` are used).
-        oracle: one row per (alpha, k) with `profit` (`market_oracle`'s table).
-    """
-    if missing := {"alpha", "k", "profit"} - set(oracle.columns):
-        raise ValueError(f"the oracle table lacks columns {sorted(missing)}")
-    best = oracle.select(pl.col("alpha").cast(pl.Float64), pl.col("k").cast(pl.Int64),
-                         oracle_profit=pl.col("profit").cast(pl.Float64))  # fmt: skip
-    profit = curves.filter((pl.col("metric") == "profit") & (pl.col("detector") == FITTED))
-    joined = profit.join(best, on=["alpha", "k"], how="left", validate="m:1")
-    regret = pl.col("oracle_profit") - pl.col("mean")
-    relative = pl.when(pl.col("oracle_profit") > 0).then(regret / pl.col("oracle_profit"))
-    out = joined.select(
-        "policy", "tier", "mode", "alpha", "k", profit="mean", oracle_profit="oracle_profit",
-        regret=regret, relative_regret=relative.otherwise(float("nan")), n="n",
-    )  # fmt: skip
-    return out.cast(REGRET_SCHEMA).sort("policy", "k", "alpha")  # type: ignore[arg-type]

@@ -2,8 +2,8 @@
 
 A partition's evaluation is three tables, stored as `EVALUATION_FILES` in its folder: nominal rows
 at every (α, K) of the grid with both detectors, stress rows (worst case around every grid α at
-the spec's nominal K, selection and held-out test seeds) and the per-step action traces of
-episode 0.
+the spec's nominal K, selection and held-out test seeds) and the per-step action traces of the
+fitted-detector nominal episodes.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def evaluate_policies(
             .select(*tag, pl.all())
             for a0 in agents.alpha_grid
         )  # fmt: skip
-        traces.append(action_traces(runner, agents.alpha_grid, agents.k_grid, seeds[0])
+        traces.append(action_traces(runner, agents.alpha_grid, agents.k_grid, seeds)
                       .select(*tag, pl.all()))  # fmt: skip
     return PolicyEvaluation(pl.concat(nominal), pl.concat(stress), pl.concat(traces))
 

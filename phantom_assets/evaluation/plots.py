@@ -1,5 +1,5 @@
 """Benchmark figures: a metric against α per policy with its CI band (one panel per K), and the
-chosen action against the observed α̂ (does a policy react to agents?).
+chosen action against the observed shopper α̂ (does a policy react to agents?).
 
 Every function returns a ``matplotlib.figure.Figure`` built without pyplot (no global state); the
 caller saves and closes it. matplotlib is imported inside the functions.
@@ -61,9 +61,10 @@ def plot_metric_vs_alpha(rows: pl.DataFrame, label: str) -> Figure:
 
 
 def plot_actions_vs_alpha_hat(nominal: pl.DataFrame) -> Figure:
-    """Episode-mean base level, markup and detector strength against the episode-mean α̂ the shop
-    observed, fitted detector: one point per episode, one line per policy through its per-(α, K)
-    means (sorted by α̂). A flat line is a policy that ignores agents.
+    """Episode-mean base level, markup and detector strength against the episode-mean shopper α̂
+    the shop observed (the share of shoppers sending agents, on α's scale), fitted detector: one
+    point per episode, one line per policy through its per-(α, K) means (sorted by α̂). A flat
+    line is a policy that ignores agents.
 
     Raises:
         ValueError: when there are no fitted-detector rows.
@@ -71,21 +72,22 @@ def plot_actions_vs_alpha_hat(nominal: pl.DataFrame) -> Figure:
     rows = nominal.filter(pl.col("detector") == FITTED)
     if rows.is_empty():
         raise ValueError("no fitted-detector rows to plot")
-    columns = ["mean_alpha_hat", *(c for c, _ in _ACTION_PANELS)]
+    hat = "mean_shopper_alpha_hat"
+    columns = [hat, *(c for c, _ in _ACTION_PANELS)]
     means = (rows.group_by("policy", "alpha", "k").agg(pl.col(columns).mean())
-             .sort("policy", "mean_alpha_hat"))  # fmt: skip
+             .sort("policy", hat))  # fmt: skip
     fig = _figure(13.5, 4.5)
     axes = fig.subplots(1, len(_ACTION_PANELS))
     for (policy,), line in means.group_by("policy", maintain_order=True):
         points = rows.filter(pl.col("policy") == policy)
         for ax, (column, _) in zip(axes, _ACTION_PANELS, strict=True):
-            (drawn,) = ax.plot(line["mean_alpha_hat"].to_numpy(), line[column].to_numpy(),
-                               marker="o", label=policy)  # fmt: skip
-            ax.scatter(points["mean_alpha_hat"].to_numpy(), points[column].to_numpy(), s=6,
+            (drawn,) = ax.plot(line[hat].to_numpy(), line[column].to_numpy(), marker="o",
+                               label=policy)  # fmt: skip
+            ax.scatter(points[hat].to_numpy(), points[column].to_numpy(), s=6,
                        color=drawn.get_color(), alpha=0.3)  # fmt: skip
     for ax, (_, label) in zip(axes, _ACTION_PANELS, strict=True):
-        ax.set_xlabel("episode-mean α̂ (observed)")
+        ax.set_xlabel("episode-mean shopper α̂ (observed)")
         ax.set_ylabel(f"episode-mean {label}")
     axes[-1].legend(fontsize=6, ncols=2)
-    fig.suptitle("Chosen action vs observed α̂ (fitted detector)")
+    fig.suptitle("Chosen action vs observed shopper α̂ (fitted detector)")
     return fig

@@ -50,13 +50,16 @@ EPISODE_METRICS: tuple[str, ...] = (
     "mean_markup",
     "mean_detector",
     "mean_alpha_hat",
+    "mean_shopper_alpha_hat",
 )
 """Per-episode metrics of the protocol (the `metric` values of the benchmark curves)."""
 ROW_KEYS: tuple[str, ...] = ("alpha", "k", "detector", "episode", "seed", "steps")
 """Design columns of a protocol row, before its `EPISODE_METRICS`."""
 FITTED, PERMUTED = DETECTOR_MODES
-TRACE_COLUMNS: tuple[str, ...] = ("level", "markup", "detector_strength", "alpha_hat")
-"""Per-step columns of the action traces (after `alpha, k, step`)."""
+OBSERVED: tuple[str, ...] = ("alpha_hat", "shopper_alpha_hat")
+"""The observation's two agent-share estimates (`market.OBS_EXTRA`) an episode records."""
+TRACE_COLUMNS: tuple[str, ...] = ("action", "level", "markup", "detector_strength", *OBSERVED)
+"""Per-step columns of the action traces (after `alpha, k, seed, step`)."""
 # Per-step `info` entries an episode keeps, then the reward and the observed α̂ (STEP_FIELDS).
 _INFO_KEYS: tuple[str, ...] = (
     "revenue", "profit", "human_purchases", "agent_purchases", "human_premium", "agent_premium",
@@ -64,8 +67,9 @@ _INFO_KEYS: tuple[str, ...] = (
     "human_surplus", "human_surplus_reference", "human_quoted_up", "human_flagged", "agents",
     "level", "markup", "detector", "alpha", "k",
 )  # fmt: skip
-STEP_FIELDS: tuple[str, ...] = (*_INFO_KEYS, "reward", "alpha_hat")
-"""Columns of `EpisodeRunner.run`'s per-step arrays."""
+STEP_FIELDS: tuple[str, ...] = (*_INFO_KEYS, "reward", *OBSERVED, "action")
+"""Columns of `EpisodeRunner.run`'s per-step arrays: the step's `info` entries, the reward, the
+observed agent-share estimates after the step and the action the policy chose."""
 _AT = {name: i for i, name in enumerate(STEP_FIELDS)}
 
 
@@ -92,18 +96,19 @@ class EpisodeRunner:
                            max_episode_steps=max_steps)
             for mode in DETECTOR_MODES
         }  # fmt: skip
-        self._hat = 2 * spec.n_products + OBS_EXTRA.index("alpha_hat")
+        self._observed = [2 * spec.n_products + OBS_EXTRA.index(name) for name in OBSERVED]
         self._episodes: dict[tuple[float, int, str, int], np.ndarray] = {}
 
     def _episode(self, alpha: float, k: int, detector: str, seed: int) -> np.ndarray:
-        env, policy, hat, keys = self._envs[detector], self.policy, self._hat, _INFO_KEYS
+        env, policy, observed, keys = self._envs[detector], self.policy, self._observed, _INFO_KEYS
         obs, _ = env.reset(seed=seed, options={"alpha": alpha, "k": k})
         policy.reset()
         rows: list[list[float]] = []
         done = False
         while not done:  # an episode is sequential: each action sees the last step
-            obs, reward, terminated, truncated, info = env.step(policy.act(obs))
-            rows.append([*map(info.__getitem__, keys), reward, obs[hat]])
+            action = policy.act(obs)
+            obs, reward, terminated, truncated, info = env.step(action)
+            rows.append([*map(info.__getitem__, keys), reward, *obs[observed], action])
             done = terminated or truncated
         steps = np.asarray(rows, dtype=np.float64)
         if np.any(steps[:, _AT["alpha"]] != alpha) or np.any(steps[:, _AT["k"]] != k):
@@ -137,12 +142,13 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 def episode_metrics(steps: np.ndarray, shoppers_per_step: int) -> dict[str, np.ndarray]:
     """`EPISODE_METRICS` of (episodes, steps, `STEP_FIELDS`) arrays, one value per episode:
     `totals_metrics` of the episode sums, the reward, and the step means mean_level,
-    mean_markup, mean_detector, mean_alpha_hat (the α̂ the shop observed)."""
+    mean_markup, mean_detector, mean_alpha_hat and mean_shopper_alpha_hat (the agent-share
+    estimates the shop observed)."""
     total = {name: steps[..., i].sum(axis=-1) for name, i in _AT.items()}
     humans = shoppers_per_step * steps.shape[-2] - total["agents"]
     metrics = {**totals_metrics(total, humans), "reward": total["reward"],
                **{f"mean_{name}": steps[..., _AT[name]].mean(axis=-1)
-                  for name in ("level", "markup", "detector", "alpha_hat")}}  # fmt: skip
+                  for name in ("level", "markup", "detector", *OBSERVED)}}  # fmt: skip
     return {name: metrics[name] for name in EPISODE_METRICS}
 
 
@@ -270,19 +276,23 @@ def stress_rows(
 
 
 def action_traces(
-    runner: EpisodeRunner, alphas: Sequence[float], ks: Sequence[int], seed: int
+    runner: EpisodeRunner, alphas: Sequence[float], ks: Sequence[int], seeds: Sequence[int]
 ) -> pl.DataFrame:
-    """Per-step level, markup, detector strength and observed α̂ of the fitted-detector episode
-    reset with `seed` at every (α, K): `alpha, k, step` + `TRACE_COLUMNS`."""
+    """Per-step action (index, level, markup, detector strength) and the observed agent-share
+    estimates of the fitted-detector episodes reset with `seeds` at every (α, K): `alpha, k,
+    seed, step` + `TRACE_COLUMNS` (what the adaptivity of a policy is measured on)."""
+    fields = ("action", "level", "markup", "detector", *OBSERVED)
     frames = []
     for alpha in alphas:  # a handful of grid cells
         for k in ks:
-            steps = runner.run(alpha, k, FITTED, [seed])[0]
-            n = steps.shape[0]
+            steps = runner.run(alpha, k, FITTED, seeds)  # (episodes, steps, fields)
+            episodes, n = steps.shape[:2]
             frames.append(pl.DataFrame({
-                "alpha": np.full(n, float(alpha)), "k": np.full(n, int(k), dtype=np.int64),
-                "step": np.arange(n, dtype=np.int64),
-                **{column: steps[:, _AT[field]] for column, field in
-                   zip(TRACE_COLUMNS, ("level", "markup", "detector", "alpha_hat"), strict=True)},
-            }))  # fmt: skip
+                "alpha": np.full(episodes * n, float(alpha)),
+                "k": np.full(episodes * n, int(k), dtype=np.int64),
+                "seed": np.repeat(np.asarray(seeds, dtype=np.int64), n),
+                "step": np.tile(np.arange(n, dtype=np.int64), episodes),
+                **{column: steps[..., _AT[field]].ravel()
+                   for column, field in zip(TRACE_COLUMNS, fields, strict=True)},
+            }).with_columns(pl.col("action").cast(pl.Int64)))  # fmt: skip
     return pl.concat(frames)

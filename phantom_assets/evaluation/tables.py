@@ -1,10 +1,11 @@
 """The benchmark of one store: its tables, their summary, and the files they are stored in.
 
-Built from the protocol rows of every policy of the store (`partition.load_evaluations`) and the
-store's oracle: curves for the nominal and the selection-seed stress metrics (both detectors),
-paired differences (`contrasts.comparison_pairs`), the revenue regressions (fitted detector),
-regret against the oracle, and the λ × adversary factorial of the ablation tier. The held-out
-test seeds of the stress rows are the gate's alone.
+Built from the protocol rows of every policy of the store (`partition.load_evaluations`), the
+store's oracle and market: curves for the nominal and the selection-seed stress metrics (both
+detectors), paired differences (`contrasts.comparison_pairs`), the revenue regressions (fitted
+detector), regret against the oracle and each policy's adaptivity (`adaptivity`), and the
+λ × adversary factorial of the ablation tier. The held-out test seeds of the stress rows are the
+gate's alone.
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ from typing import Any, NamedTuple
 import polars as pl
 
 from phantom_assets.constants import SELECTION_SPLIT
+from phantom_assets.evaluation.adaptivity import (
+    adaptivity_table,
+    fixed_action_profits,
+    regret_table,
+)
 from phantom_assets.evaluation.benchmark import (
     CI_METHOD,
     PAIR_COLUMNS,
@@ -26,20 +32,22 @@ from phantom_assets.evaluation.benchmark import (
 from phantom_assets.evaluation.contrasts import (
     DETECTOR_VALUE,
     FACTORIAL_METRICS,
+    VS_TUNED,
     comparison_pairs,
     factorial_effects,
-    regret_table,
 )
+from phantom_assets.evaluation.partition import PolicyEvaluation
 from phantom_assets.evaluation.protocol import EPISODE_METRICS, FITTED
 from phantom_assets.lake import (
     ABLATION_FILE,
+    ADAPTIVITY_FILE,
     CURVES_FILE,
     DIFFERENCES_FILE,
     REGRESSION_FILE,
     REGRET_FILE,
     SUMMARY_FILE,
 )
-from phantom_assets.market import DETECTOR_MODES
+from phantom_assets.market import DETECTOR_MODES, MarketSpec
 from phantom_assets.storage import write_bytes_atomic, write_json_atomic, write_parquet_atomic
 
 STRESS_PREFIX = "stress_"
@@ -47,17 +55,18 @@ STRESS_METRICS: tuple[str, ...] = tuple(f"{STRESS_PREFIX}{m}" for m in EPISODE_M
 """Metric names of the stress rows in the curves and differences."""
 _STATS = ("mean", "ci_low", "ci_high")
 BENCHMARK_FILES = (CURVES_FILE, DIFFERENCES_FILE, REGRESSION_FILE, REGRET_FILE, ABLATION_FILE,
-                   SUMMARY_FILE)  # fmt: skip
+                   ADAPTIVITY_FILE, SUMMARY_FILE)  # fmt: skip
 
 
 class BenchmarkTables(NamedTuple):
-    """A store's benchmark (the first five `BENCHMARK_FILES`, in order)."""
+    """A store's benchmark (the first six `BENCHMARK_FILES`, in order)."""
 
     curves: pl.DataFrame
     differences: pl.DataFrame
     regression: dict[str, Any]
     regret: pl.DataFrame
     ablation: pl.DataFrame
+    adaptivity: pl.DataFrame
 
 
 def stress_as_curves_input(stress: pl.DataFrame) -> pl.DataFrame:
@@ -81,16 +90,21 @@ def worst_band_alpha(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
 
 
 def benchmark_tables(
-    nominal: pl.DataFrame, stress: pl.DataFrame, oracle: pl.DataFrame, ablation_tier: str
+    evaluation: PolicyEvaluation, oracle: pl.DataFrame, spec: MarketSpec, ablation_tier: str
 ) -> BenchmarkTables:
     """Every statistic of the benchmark over episode seeds, training seeds averaged first.
 
     Args:
-        nominal: the stores' nominal protocol rows (both detectors).
-        stress: its stress rows (only the selection seeds are used).
-        oracle: the store's oracle table (`alpha, k, profit`).
+        evaluation: the store's protocol tables: nominal rows (both detectors), stress rows (only
+            the selection seeds are used) and the per-step action traces.
+        oracle: the store's oracle table (`alpha, k, action`).
+        spec: the store's market (the oracle's and the policies' actions are replayed on it as
+            fixed actions, `adaptivity.fixed_action_profits`).
         ablation_tier: the tier trained in all four factorial modes.
     """
+    nominal, stress, traces = evaluation
+    actions = sorted({*oracle["action"].to_list(), *traces["action"].to_list()})
+    fixed = fixed_action_profits(spec, actions, nominal)
     stressed = stress_as_curves_input(stress)
     pairs = comparison_pairs(nominal.select("policy", "tier", "mode", "train_alpha"))
     band_curves = benchmark_curves(stressed, STRESS_METRICS)
@@ -107,8 +121,9 @@ def benchmark_tables(
         "by_policy": revenue_regression(fitted, by=("policy",)).to_dicts(),
         "by_mode": revenue_regression(fitted, by=("mode",)).to_dicts(),
     }  # fmt: skip
-    return BenchmarkTables(curves, differences, regression, regret_table(curves, oracle),
-                           factorial_effects(nominal, ablation_tier))  # fmt: skip
+    return BenchmarkTables(curves, differences, regression, regret_table(nominal, oracle, fixed),
+                           factorial_effects(nominal, ablation_tier),
+                           adaptivity_table(traces, nominal, fixed))  # fmt: skip
 
 
 def expected_curve_rows(policies: int, alphas: int, ks: int) -> int:
@@ -119,7 +134,9 @@ def expected_curve_rows(policies: int, alphas: int, ks: int) -> int:
 
 
 def _cell(value: float | None) -> str:
-    return "–" if value is None or value != value else f"{value:.1f}"  # NaN != NaN
+    if value is None or value != value:  # NaN != NaN
+        return "–"
+    return f"{round(value, 1) + 0.0:.1f}"  # + 0.0: a rounded -0.0 (summation noise) prints 0.0
 
 
 def _headline(tables: BenchmarkTables) -> list[str]:
@@ -170,11 +187,58 @@ def _ablation(ablation: pl.DataFrame) -> list[str]:
     return lines
 
 
+def _interval(row: dict[str, Any], mean: str = "mean") -> str:
+    return f"{_cell(row[mean])} [{_cell(row['ci_low'])}, {_cell(row['ci_high'])}]"
+
+
+def _adaptivity(tables: BenchmarkTables) -> list[str]:
+    """Per policy: its worst-case regret, its best gain over tuned-static and the cells where
+    that gain's CI is above 0, and how much its action varies with the observed agent share and
+    what the variation earns over its own best fixed action (`adaptivity`)."""
+    worst = tables.regret.sort("regret", descending=True).group_by("policy").first()
+    gain = tables.differences.filter((pl.col("comparison") == VS_TUNED)
+                                     & (pl.col("metric") == "profit"))  # fmt: skip
+    if "band_alpha" in gain.columns:
+        gain = gain.filter(pl.col("band_alpha").is_null())
+    best = gain.sort("ci_low", descending=True).group_by("policy").first()
+    above = gain.group_by("policy").agg(above=(pl.col("ci_low") > 0).sum())
+    cells = tables.adaptivity.filter(pl.col("alpha").is_not_null())
+    ends = cells.filter(
+        (pl.col("alpha") == pl.col("alpha").min()) | (pl.col("alpha") == pl.col("alpha").max())
+    ).sort("policy", "k", "alpha")
+    moves = ends.group_by("policy", "k", maintain_order=True).agg(pl.col("modal_label"))
+    lines = ["| policy | worst-case regret [CI] at (α, K) | best gain over tuned-static [CI] at "
+             "(α, K) | cells with gain CI > 0 | actions played | steps off its modal action | "
+             "modal action at lowest → highest α | own best fixed action | adaptation gain "
+             "[CI] |", "|---|---|---|---:|---:|---:|---|---|---|"]  # fmt: skip
+    grid = tables.adaptivity.filter(pl.col("alpha").is_null())
+    for row in grid.sort("policy").iter_rows(named=True):  # one row per policy
+        policy = row["policy"]
+        w = worst.filter(policy=policy).row(0, named=True)
+        versus = best.filter(policy=policy)
+        b = versus.row(0, named=True) if versus.height else None
+        n_above = above.filter(policy=policy)["above"]
+        move = "; ".join(f"K={k}: {' → '.join(labels)}" for k, labels in
+                         moves.filter(policy=policy).select("k", "modal_label").rows())  # fmt: skip
+        lines.append(
+            f"| {policy} | {_interval(w, 'regret')} at ({w['alpha']:g}, {w['k']}) | "
+            + (f"{_interval(b)} at ({b['alpha']:g}, {b['k']}) | " if b else "– | ")
+            + f"{n_above[0] if n_above.len() else '–'} | {row['actions_played']} | "
+            f"{100 * (1 - row['modal_share']):.1f}% | {move} | {row['fixed_label']} | "
+            f"{_interval(row)} |"
+        )  # fmt: skip
+    return lines
+
+
 def summary_markdown(store: str, tables: BenchmarkTables) -> str:
     """The headline table (fitted detector; detector value, human harm and regret are means over
-    the α grid) and the ablation table (effects on profit, leak and human harm with t CIs)."""
+    the α grid), the regret and adaptivity table (`_adaptivity`) and the ablation table (effects
+    on profit, leak and human harm with t CIs)."""
     lines = [f"# Benchmark {store}", "", f"Nominal, fitted detector; intervals: {CI_METHOD}.",
-             "", *_headline(tables), "", "## λ × adversary ablation", ""]  # fmt: skip
+             "", *_headline(tables), "", "## Regret, gain over tuned-static and adaptivity", "",
+             "Tuned-static's regret is the most any α-aware rule can gain over it (the oracle "
+             "plays the best fixed action of each (α, K)).", "", *_adaptivity(tables), "",
+             "## λ × adversary ablation", ""]  # fmt: skip
     if tables.ablation.is_empty():
         return "\n".join([*lines, "No tier was trained in all four modes.", ""])
     tier = tables.ablation["tier"][0]
@@ -192,5 +256,6 @@ def save_benchmark(folder: Path, store: str, tables: BenchmarkTables) -> list[Pa
     write_json_atomic(tables.regression, paths[2])
     write_parquet_atomic(tables.regret, paths[3])
     write_parquet_atomic(tables.ablation, paths[4])
-    write_bytes_atomic(summary_markdown(store, tables).encode(), paths[5])
+    write_parquet_atomic(tables.adaptivity, paths[5])
+    write_bytes_atomic(summary_markdown(store, tables).encode(), paths[6])
     return paths

@@ -38,6 +38,7 @@ from phantom_assets.market.erosion import (
     coi_a_share,
     coi_erosion,
 )
+from phantom_assets.market.law import EpisodeLaw, training_law
 from phantom_assets.market.oracle import (
     ORACLE_SCHEMA,
     episode_draws,
@@ -72,6 +73,7 @@ __all__ = [
     "Column",
     "EngagementStrata",
     "Engine",
+    "EpisodeLaw",
     "MarketSpec",
     "PricingMarketEnv",
     "Response",
@@ -114,4 +116,5 @@ __all__ = [
     "state_weights",
     "store_session_banks",
     "stress_alphas",
+    "training_law",
 ]

@@ -13,10 +13,11 @@ from phantom_assets.market.ambiguity import alpha_half_width, robust_candidates
 from phantom_assets.market.columns import DETECTOR_MODES, STEP_COLUMNS, Column
 from phantom_assets.market.draws import agent_session_share, decoy_scores, draw_step
 from phantom_assets.market.engine import Engine, simulate_step
+from phantom_assets.market.law import EpisodeLaw
 from phantom_assets.market.spec import MarketSpec
 
-OBS_EXTRA: tuple[str, ...] = ("score_mean", "alpha_hat", "low_engagement_share", "markup",
-                              "detector")  # fmt: skip
+OBS_EXTRA: tuple[str, ...] = ("score_mean", "alpha_hat", "shopper_alpha_hat",
+                              "low_engagement_share", "markup", "detector")  # fmt: skip
 """Observation entries after the per-product demand shares and base prices."""
 
 
@@ -42,10 +43,13 @@ class PricingMarketEnv(gym.Env):
     `s_eff = max(s, δ·s_ref)`, any other at `s_eff = s`.
 
     ## Observation Space
-    `Box(0, 1, (2n + 5,), float32)`: `[0:n]` demand-proxy shares per product of the last step,
+    `Box(0, 1, (2n + 6,), float32)`: `[0:n]` demand-proxy shares per product of the last step,
     `[n:2n]` current base prices as (p − p_low)/(p_high − p_low), then mean f of the last step's
     sessions, the debiased α̂ = (f̄ − E[f|H])/(E[f|A] − E[f|H]) (it estimates the agent *session*
-    share, which K inflates), the share of last step's purchases made in low-engagement sessions
+    share αK/(αK + 1 − α), which K inflates), the shopper-share estimate 1 − n_s·(1 − α̂)/N
+    (n_s·(1 − α̂) estimates the step's human sessions, one per human shopper, of the N shoppers
+    per step: the store's arrival rate, which it knows from its traffic; unlike α̂ it does not
+    confound α with K), the share of last step's purchases made in low-engagement sessions
     (s < s0), and the current m and δ as fractions of their grid maxima. Never the true α or K.
 
     ## Rewards
@@ -66,7 +70,8 @@ class PricingMarketEnv(gym.Env):
     `spec.nominal_k`); `robust`; `lam` (default `spec.lam`); `detector` ("fitted" or the
     "permuted" ablation, nominal only); `reference_action` (the response human harm is measured
     against, e.g. the best undefended action; default: the action itself at δ = 0).
-    `reset(options={"alpha": a, "k": k})` overrides α and K for one episode.
+    `law` (an `EpisodeLaw`: each reset without α and K in its options draws them from it, as
+    training does). `reset(options={"alpha": a, "k": k})` sets α and K for one episode.
     """
 
     metadata = {"render_modes": []}  # noqa: RUF012 -- Gymnasium's class attribute
@@ -81,6 +86,7 @@ class PricingMarketEnv(gym.Env):
         lam: float | None = None,
         detector: str = "fitted",
         reference_action: int | None = None,
+        law: EpisodeLaw | None = None,
     ) -> None:
         """Build the env; see the class docstring for the arguments."""
         super().__init__()
@@ -91,7 +97,7 @@ class PricingMarketEnv(gym.Env):
         self.market = spec
         self.base_alpha = _check_alpha(alpha)
         self.base_k = _check_k(spec.nominal_k if k is None else k)
-        self.robust, self.detector = bool(robust), detector
+        self.robust, self.detector, self.law = bool(robust), detector, law
         self.lam = float(spec.lam if lam is None else lam)
         if self.lam < 0:
             raise ValueError(f"lam must be >= 0, got {self.lam!r}")
@@ -111,7 +117,6 @@ class PricingMarketEnv(gym.Env):
         self.alpha, self.k = self.base_alpha, self.base_k
         self._candidates = Candidates(np.array([self.alpha]), np.array([self.k]))
         self._decoy_rng: np.random.Generator | None = None
-        self._robust_sets: dict[float, Candidates] = {}  # robust (α, K) candidates per α
         self._undefended_action = self._action = spec.undefended_action
         self._action_values = [spec.action_values(a) for a in range(spec.n_actions)]
         # Human harm is measured against this response's level and markup (δ = 0); None: each
@@ -149,10 +154,13 @@ class PricingMarketEnv(gym.Env):
         score_mean = step["score_sum"] / max(step["sessions"], 1.0)
         f_h, f_a = self._score_means
         alpha_hat = (score_mean - f_h) / (f_a - f_h) if f_a - f_h > 1e-9 else 0.0
+        # Unclipped α̂: clipping it first would bias the human-session count it implies.
+        shopper_hat = 1.0 - step["sessions"] * (1.0 - alpha_hat) / self.market.shoppers_per_step
         bought = step["human_purchases"] + step["agent_purchases"]
         low = step["low_engagement_purchases"] / bought if bought > 0 else 0.0
         _, m, delta = self._action_values[action]
-        extra = (score_mean, alpha_hat, low, m / self._maxima[0], delta / self._maxima[1])
+        extra = (score_mean, alpha_hat, shopper_hat, low, m / self._maxima[0],
+                 delta / self._maxima[1])  # fmt: skip
         obs = np.empty(2 * n + len(OBS_EXTRA), dtype=np.float32)
         obs[:n] = demand / total if total > 0 else 0.0
         obs[n : 2 * n] = self._level_prices[action]
@@ -162,20 +170,22 @@ class PricingMarketEnv(gym.Env):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Start an episode at the undefended engine's action and run one warm-up step."""
+        """Start an episode at the undefended engine's action and run one warm-up step; α and K
+        come from `options`, else from the law (drawn from `np_random`), else the env's own."""
         super().reset(seed=seed)
         options = options or {}
         alpha, k = options.get("alpha"), options.get("k")
-        self.alpha = self.base_alpha if alpha is None else _check_alpha(alpha)
-        self.k = self.base_k if k is None else _check_k(k)
+        drawn = (self.base_alpha, self.base_k)
+        if self.law is not None and (alpha is None or k is None):
+            drawn = self.law.draw(self.np_random)
+        self.alpha = drawn[0] if alpha is None else _check_alpha(alpha)
+        self.k = drawn[1] if k is None else _check_k(k)
         nominal = Candidates(np.array([self.alpha]), np.array([self.k]))
         self._candidates = nominal
-        if self.robust:
-            if self.alpha not in self._robust_sets:
-                self._robust_sets[self.alpha] = Candidates(
-                    *robust_candidates(self.market, self.alpha, self.half_width)
-                )
-            self._candidates = self._robust_sets[self.alpha]
+        if self.robust:  # the ambiguity set around this episode's α (a few numpy operations)
+            self._candidates = Candidates(
+                *robust_candidates(self.market, self.alpha, self.half_width)
+            )
         # The ablation's own stream, drawn in every mode so both modes share the main stream.
         self._decoy_rng = np.random.default_rng(int(self.np_random.integers(2**63)))
         self._action = self._undefended_action
@@ -244,8 +254,9 @@ def make_env(
     detector: str = "fitted",
     reference_action: int | None = None,
     max_episode_steps: int | None = None,
+    law: EpisodeLaw | None = None,
 ) -> gym.Env:
     """A `PricingMarketEnv` wrapped in `TimeLimit(max_episode_steps or spec.episode_steps)`."""
     env = PricingMarketEnv(spec, alpha, k, robust=robust, lam=lam, detector=detector,
-                           reference_action=reference_action)  # fmt: skip
+                           reference_action=reference_action, law=law)  # fmt: skip
     return TimeLimit(env, max_episode_steps=max_episode_steps or spec.episode_steps)

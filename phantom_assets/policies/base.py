@@ -65,7 +65,12 @@ class TrainingParams:
     money). The defaults were sized on the demo market (45 actions, 25-step episodes, a
     near-bandit problem): with 10,000 steps every learnable tier's curve plateaus
     (`plateau_ratio` within `PLATEAU_TOLERANCE` of 1) and its greedy policy beats the static
-    engine and matches the best fixed action at the training α.
+    engine and matches the best fixed action at the training α. With α and K drawn per episode
+    (`market.training_law`) the curves still plateau at 10,000 steps on a demo store's market
+    (ratios 1.005 Q-table, 1.008 PPO, 1.008 DQN, 0.995 robust DQN), but DQN's greedy policy
+    still trails the best fixed action by 2-5% at 10,000 and 20,000 steps and matches it only at
+    30,000, which the demo's run time cannot afford (8 DQN partitions); the study profile trains
+    60,000 steps.
 
     Attributes:
         timesteps: environment steps of training of a tier without a multiplier.
@@ -95,8 +100,9 @@ class TrainingParams:
         q_learning_rate: tabular Q-learning step size.
         q_epsilon_start, q_epsilon_end, q_exploration_fraction: ε decays linearly from start
             to end over this share of the budget, then stays at the end.
-        q_alpha_bins, q_low_engagement_bins: equal-width bins of α̂ and of the low-engagement
-            purchase share (the Q-table's state; the base level is the third coordinate).
+        q_alpha_bins, q_low_engagement_bins: equal-width bins of the shopper α̂ and of the
+            low-engagement purchase share (the Q-table's state; the base level is the third
+            coordinate).
         surge_threshold: relative deviation of demand breadth from its running mean that moves
             the surge base level by one.
         surge_memory: weight of the past in the surge running mean (exponential smoothing).

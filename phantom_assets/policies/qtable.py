@@ -1,12 +1,14 @@
-"""Tabular Q-learning over a discretised market observation: (α̂, low-engagement share, level).
+"""Tabular Q-learning over a discretised market observation: (shopper α̂, low-engagement share,
+level).
 
-The state is the equal-width bin of the debiased α̂, the bin of the share of last step's purchases
-made in low-engagement sessions (both from `OBS_EXTRA`) and the current base level (the level whose
-mean normalised price is nearest the observed prices). Training is ε-greedy Q-learning over the
-45 (level, m, δ) actions with ε decaying linearly to its end value, rewards scaled by the spec's
-`reward_scale`, and a step size of max(1/visits, `q_learning_rate`) per (state, action): sample
-means while a pair is new, a constant step later. The loop steps one env (each step is vectorized
-inside the env); the table update is O(actions).
+The state is the equal-width bin of the shopper-share estimate (`shopper_alpha_hat`: on α's own
+scale, and not confounded with K like the session-share α̂), the bin of the share of last step's
+purchases made in low-engagement sessions (both from `OBS_EXTRA`) and the current base level (the
+level whose mean normalised price is nearest the observed prices). Training is ε-greedy Q-learning
+over the 45 (level, m, δ) actions with ε decaying linearly to its end value, rewards scaled by the
+spec's `reward_scale`, and a step size of max(1/visits, `q_learning_rate`) per (state, action):
+sample means while a pair is new, a constant step later. The loop steps one env (each step is
+vectorized inside the env); the table update is O(actions).
 """
 
 from __future__ import annotations
@@ -40,12 +42,12 @@ def _bin(value: float, bins: int) -> int:
 
 @dataclass
 class QTablePolicy:
-    """Greedy policy of a Q-table over (α̂ bin, low-engagement bin, base level) states.
+    """Greedy policy of a Q-table over (shopper α̂ bin, low-engagement bin, base level) states.
 
     Attributes:
         q: (n_states, n_actions) action values, states in `np.ravel_multi_index` order of
             `shape`.
-        bins: equal-width bins of α̂ and of the low-engagement purchase share.
+        bins: equal-width bins of the shopper α̂ and of the low-engagement purchase share.
         levels: (L,) mean normalised price of each base level (`base.level_prices`).
         visits: (n_states,) training visits per state. An unvisited state (e.g. an α̂ never seen
             at the training α) acts greedily on the visit-weighted mean of the visited rows.
@@ -70,13 +72,13 @@ class QTablePolicy:
 
     @property
     def shape(self) -> tuple[int, int, int]:
-        """(α̂ bins, low-engagement bins, levels)."""
+        """(shopper α̂ bins, low-engagement bins, levels)."""
         return (*self.bins, self.levels.size)
 
     def state(self, obs: np.ndarray) -> int:
         """Index of the discretised state of `obs`."""
         _, prices, extra = split_obs(obs)
-        parts = (_bin(extra["alpha_hat"], self.bins[0]),
+        parts = (_bin(extra["shopper_alpha_hat"], self.bins[0]),
                  _bin(extra["low_engagement_share"], self.bins[1]),
                  level_position(prices, self.levels))  # fmt: skip
         return int(np.ravel_multi_index(parts, self.shape))

@@ -3,18 +3,21 @@
 A learnable mode's market comes from `keys.TRAINING_MODES`: the adversary over (α, K) when the
 mode is robust, λ = the ablation λ when it is charged, else λ = 0 (the leak measured, not charged).
 Heuristic tiers have no mode (they never see a reward); the linear tier fits demand on the nominal
-market with λ = 0.
+market with λ = 0. With a training law (`market.training_law`) every training episode runs at an
+(α, K) drawn from it, and a robust mode's adversary works inside the ambiguity set around the
+drawn α; without one, every episode runs at the training α and the nominal K.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 
-from phantom_assets.market import MarketSpec, make_env
+from phantom_assets.market import EpisodeLaw, MarketSpec, make_env
 from phantom_assets.policies.base import Policy, TrainedPolicy, TrainingParams
 from phantom_assets.policies.heuristics import (
     LinearPolicy,
@@ -46,10 +49,13 @@ POLICY_FILENAMES: dict[str, str] = {
 """File name of each tier's saved policy inside its partition folder."""
 
 
-def training_env(spec: MarketSpec, alpha: float, mode: str, ablation_lam: float) -> gym.Env:
-    """The market a mode trains on (`keys.mode_market`); heuristics: nominal with λ = 0."""
+def training_env(
+    spec: MarketSpec, alpha: float, mode: str, ablation_lam: float, law: EpisodeLaw | None = None
+) -> gym.Env:
+    """The market a mode trains on (`keys.mode_market`; heuristics: nominal with λ = 0), each
+    episode at an (α, K) drawn from `law` (None: at `alpha` and the nominal K)."""
     robust, lam = mode_market(mode, ablation_lam)
-    return make_env(spec, alpha, robust=robust, lam=lam)
+    return make_env(spec, alpha, robust=robust, lam=lam, law=law)
 
 
 def train_policy(
@@ -61,6 +67,7 @@ def train_policy(
     seed: int,
     run: Any | None = None,
     reference_action: int | None = None,
+    law: EpisodeLaw | None = None,
 ) -> TrainedPolicy:
     """Train (or build) one policy of the grid.
 
@@ -68,7 +75,8 @@ def train_policy(
         tier: one of `TIERS`.
         mode: a `TRAINING_MODES` name for learnable tiers, None for heuristics.
         spec: the compiled market.
-        alpha: training contamination level in [0, 1].
+        alpha: training contamination level in [0, 1] (with a `law`: the nominal α of its band,
+            which names the policy).
         params: budgets and hyperparameters (`params.ablation_lam`: λ of the charged modes).
         seed: training seed (exploration, env, network initialisation).
         run: optional W&B run (`tracking.wandb_run`) the learnable tiers log to while they train:
@@ -76,10 +84,12 @@ def train_policy(
             `tracking.TrackedEpisodes`. Tracking never changes the trained policy.
         reference_action: the best undefended response (`market.response.
             best_undefended_response`): the tuned-static tier plays it (required for it).
+        law: the (α, K) law of the training episodes of the tiers that learn from the market
+            (linear and the learnable tiers); None: every episode at `alpha`, nominal K.
 
     Returns:
         The policy with its learning curve (empty for heuristics), hyperparameters (with the
-        mode's robust flag and λ for learnable tiers) and seed.
+        training law, and the mode's robust flag and λ for learnable tiers) and seed.
     """
     check_tier_mode(tier, mode)
     if not 0.0 <= alpha <= 1.0:
@@ -103,12 +113,13 @@ def train_policy(
         surge = SurgePolicy(spec.action_shape, params.surge_threshold, params.surge_memory)
         hyper = {"threshold": surge.threshold, "memory": surge.memory}
         return TrainedPolicy(surge, hyperparameters=hyper, **common)
-    env = training_env(spec, alpha, mode_name, params.ablation_lam)
+    env = training_env(spec, alpha, mode_name, params.ablation_lam, law)
+    drawn = {"law": None if law is None else dataclasses.asdict(law)}
     if tier == "linear":
         linear, summary = fit_linear_policy(env, spec, params.linear_warmup_episodes, seed)
-        hyper = {"warmup_episodes": params.linear_warmup_episodes, **summary}
+        hyper = {"warmup_episodes": params.linear_warmup_episodes, **summary, **drawn}
         return TrainedPolicy(linear, hyperparameters=hyper, **common)
-    market = {"robust": env.unwrapped.robust, "lam": env.unwrapped.lam}
+    market = {"robust": env.unwrapped.robust, "lam": env.unwrapped.lam, **drawn}
     if tier == "qtable":
         tracked = env if run is None else TrackedEpisodes(env, run)
         table, curve = train_qtable(tracked, spec, params, seed)

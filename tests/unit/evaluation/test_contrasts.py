@@ -1,9 +1,8 @@
-"""What the benchmark compares: comparison pairs from policy labels, regret against the oracle
-table, and the λ × adversary factorial on rows with planted effects."""
+"""What the benchmark compares: comparison pairs from policy labels and the λ × adversary
+factorial on rows with planted effects."""
 
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 import pytest
 from scipy import stats
@@ -11,11 +10,8 @@ from scipy import stats
 from phantom_assets.evaluation import (
     ABLATION_SCHEMA,
     FACTORIAL_METRICS,
-    REGRET_SCHEMA,
-    benchmark_curves,
     comparison_pairs,
     factorial_effects,
-    regret_table,
 )
 from tests.unit.evaluation.conftest import protocol_rows
 
@@ -59,27 +55,6 @@ def test_comparison_pairs_name_the_detector_value_defences_and_the_static_refere
 def test_comparison_pairs_without_a_static_policy_skip_the_static_comparison():
     pairs = comparison_pairs(labels(("ppo-robust-a050", "ppo", "robust", 0.5)))
     assert pairs["comparison"].to_list() == ["detector_value"]
-
-
-def test_regret_is_the_oracle_profit_minus_the_fitted_mean_profit_per_alpha_and_k():
-    rows = protocol_rows({"dqn-robust-a050": ("dqn", "robust", 0.5)}, episodes=4, train_seeds=2)
-    curves = benchmark_curves(rows, ["profit"])
-    oracle = pl.DataFrame({"alpha": [0.0, 0.5, 1.0, 0.0, 0.5], "k": [2, 2, 2, 8, 8],
-                           "action": 7, "profit": [200.0, 180.0, 160.0, 210.0, 0.0]})  # fmt: skip
-    regret = regret_table(curves, oracle)
-    assert regret.schema == pl.Schema(REGRET_SCHEMA) and regret.height == 6
-    fitted = curves.filter(detector="fitted")
-    row = regret.filter(alpha=0.5, k=2).row(0, named=True)
-    mean = fitted.filter(alpha=0.5, k=2)["mean"][0]
-    assert row["profit"] == mean and row["regret"] == pytest.approx(180.0 - mean)
-    assert row["relative_regret"] == pytest.approx((180.0 - mean) / 180.0)
-    assert np.isnan(regret.filter(alpha=0.5, k=8)["relative_regret"][0])  # oracle profit 0
-    assert regret.filter(alpha=1.0, k=8)["regret"].is_null().all()  # no oracle row: unknown
-
-
-def test_regret_refuses_an_oracle_table_without_profit():
-    with pytest.raises(ValueError, match="profit"):
-        regret_table(pl.DataFrame(), pl.DataFrame({"alpha": [0.0], "k": [2]}))
 
 
 def test_factorial_effects_recover_planted_main_effects_and_interaction():

@@ -96,9 +96,11 @@ def test_episode_metrics_are_nan_where_a_ratio_has_no_denominator():
 
 def test_a_policy_without_detector_gets_the_same_rows_from_both_detectors(spec):
     """Common random numbers: with δ = 0 no quote reads f, so the permuted-f ablation changes
-    nothing but the α̂ the shop observes (its decoy scores have the same law)."""
+    nothing but the agent-share estimates the shop observes (its decoy scores have the same
+    law)."""
     rows = evaluate_policy(action(spec, 2, 1, 0), spec, ALPHAS, 2, seed=3, ks=KS)
-    fitted, permuted = (rows.filter(detector=d).drop("detector", "mean_alpha_hat")
+    observed = ("mean_alpha_hat", "mean_shopper_alpha_hat")
+    fitted, permuted = (rows.filter(detector=d).drop("detector", *observed)
                         for d in ("fitted", "permuted"))  # fmt: skip
     assert fitted.equals(permuted)
 
@@ -162,13 +164,19 @@ def test_stress_refuses_overlapping_selection_and_test_seeds(spec):
         stress_rows(EpisodeRunner(action(spec, 2, 1, 0), spec), 0.5, 0.25, 8, [3, 4], [4, 5])
 
 
-def test_action_traces_record_the_chosen_action_and_the_observed_alpha_hat(spec):
+def test_action_traces_record_every_episodes_chosen_action_and_the_observed_shares(spec):
     policy = action(spec, 0, 2, 1)
-    traces = action_traces(EpisodeRunner(policy, spec), [0.0, 1.0], [2, 8], seed=9)
-    assert traces.columns == ["alpha", "k", "step", *TRACE_COLUMNS]
-    assert traces.height == 4 * spec.episode_steps
+    runner = EpisodeRunner(policy, spec)
+    traces = action_traces(runner, [0.0, 1.0], [2, 8], seeds=[9, 10])
+    assert traces.columns == ["alpha", "k", "seed", "step", *TRACE_COLUMNS]
+    assert traces.height == 4 * 2 * spec.episode_steps
     level, markup, delta = spec.action_values(policy.action)
-    assert set(traces["level"]) == {level} and set(traces["markup"]) == {markup}
-    assert set(traces["detector_strength"]) == {delta}
-    hat = traces.group_by("alpha").agg(pl.col("alpha_hat").mean()).sort("alpha")["alpha_hat"]
-    assert hat[0] < 0.3 < 0.7 < hat[1]  # α̂ tracks the agent share
+    assert set(traces["action"]) == {policy.action} and set(traces["level"]) == {level}
+    assert set(traces["markup"]) == {markup} and set(traces["detector_strength"]) == {delta}
+    for hat in ("alpha_hat", "shopper_alpha_hat"):
+        means = traces.group_by("alpha").agg(pl.col(hat).mean()).sort("alpha")[hat]
+        assert means[0] < 0.3 < 0.7 < means[1], hat  # each tracks the agent share
+    episode = traces.filter(alpha=1.0, k=8, seed=10).sort("step")
+    steps = runner.run(1.0, 8, "fitted", [10])[0]
+    assert episode["shopper_alpha_hat"].to_numpy() == pytest.approx(
+        steps[:, STEP_FIELDS.index("shopper_alpha_hat")])  # fmt: skip

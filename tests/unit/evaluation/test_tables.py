@@ -12,6 +12,7 @@ from phantom_assets.evaluation import (
     BENCHMARK_FILES,
     EPISODE_METRICS,
     STRESS_METRICS,
+    PolicyEvaluation,
     benchmark_tables,
     expected_curve_rows,
     factorial_effects,
@@ -26,15 +27,17 @@ from tests.unit.evaluation.test_contrasts import FACTORIAL, PLANTED
 pytestmark = pytest.mark.xdist_group("tables")
 
 ORACLE = pl.DataFrame(
-    [(a, k, 1e9) for a in GRID.alpha_grid for k in GRID.k_grid],
-    schema=["alpha", "k", "profit"], orient="row",
+    [(a, k, 7) for a in GRID.alpha_grid for k in GRID.k_grid],
+    schema=["alpha", "k", "action"], orient="row",
 )  # fmt: skip
+"""An oracle that plays action 7 in every cell (the benchmark replays it on the seeds)."""
 
 
 @pytest.fixture(scope="module")
-def tables(partitions):
-    nominal, stress, _ = (pl.concat(frames) for frames in zip(*partitions.values(), strict=True))
-    return benchmark_tables(nominal, stress, ORACLE, "dqn")
+def tables(partitions, spec):
+    tables = zip(*partitions.values(), strict=True)
+    evaluation = PolicyEvaluation(*(pl.concat(frames) for frames in tables))
+    return benchmark_tables(evaluation, ORACLE, spec, "dqn")
 
 
 def test_stress_input_keeps_the_selection_seeds_keyed_by_the_nominal_alpha(partitions):
@@ -55,6 +58,8 @@ def test_benchmark_tables_cover_every_policy_alpha_k_detector_metric_over_episod
     assert {r["policy"] for r in tables.regression["by_policy"]} == set(PARTITIONS)
     assert {r["k"] for r in tables.regression["by_policy"]} == set(GRID.k_grid)
     assert tables.regret.height == len(PARTITIONS) * grid[0] * grid[1]
+    assert set(tables.regret["n"]) == {PROTOCOL.episodes}
+    assert tables.adaptivity.height == len(PARTITIONS) * (grid[0] * grid[1] + 1)
     assert tables.ablation.is_empty()  # dqn has no charged modes here
 
 
@@ -82,6 +87,8 @@ def test_summary_has_a_row_per_policy_and_k_and_the_ablation_table(tables):
         for k in GRID.k_grid:
             assert f"| {key} | {k} |" in summary
     assert "No tier was trained in all four modes." in summary
+    for key in PARTITIONS:  # one regret and adaptivity row per policy
+        assert summary.count(f"| {key} | ") == len(GRID.k_grid) + 1
     ablation = factorial_effects(protocol_rows(FACTORIAL, episodes=3, effect=PLANTED), "dqn")
     with_ablation = summary_markdown("hotel", tables._replace(ablation=ablation))
     rows = ablation.select("alpha", "k", "effect").unique().height
@@ -93,5 +100,6 @@ def test_saved_benchmark_writes_its_files_in_contract_order(tmp_path, tables):
     assert [p.name for p in paths] == list(BENCHMARK_FILES)
     assert pl.read_parquet(paths[0]).equals(tables.curves)
     assert pl.read_parquet(paths[3]).equals(tables.regret)
+    assert pl.read_parquet(paths[5]).equals(tables.adaptivity)
     assert json.loads(paths[2].read_text())["detector"] == "fitted"
     assert paths[-1].read_text() == summary_markdown("hotel", tables)

@@ -7,7 +7,14 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from phantom_assets.market import OBS_EXTRA, PricingMarketEnv, agent_session_share, make_env
+from phantom_assets.market import (
+    OBS_EXTRA,
+    EpisodeLaw,
+    PricingMarketEnv,
+    agent_session_share,
+    alpha_interval,
+    make_env,
+)
 
 
 def rollout(env, seed: int, steps: int, action: int) -> tuple[list, list, list]:
@@ -53,6 +60,9 @@ def test_observation_layout_shares_prices_and_the_extras(spec):
     assert obs[n : 2 * n] == pytest.approx((base - spec.p_low) / (spec.p_high - spec.p_low))
     extra = dict(zip(OBS_EXTRA, obs[2 * n :], strict=True))
     assert extra["score_mean"] == pytest.approx(info["score_sum"] / info["sessions"], abs=1e-6)
+    human_sessions = info["sessions"] * (1 - extra["alpha_hat"])  # α̂ in (0, 1) at α = 0.3
+    assert extra["shopper_alpha_hat"] == pytest.approx(
+        1 - human_sessions / spec.shoppers_per_step, abs=1e-5)  # fmt: skip
     purchases = info["human_purchases"] + info["agent_purchases"]
     assert extra["low_engagement_share"] == pytest.approx(
         info["low_engagement_purchases"] / purchases, abs=1e-6)  # fmt: skip
@@ -68,6 +78,42 @@ def test_alpha_hat_is_the_debiased_session_share(spec):
     alpha_hat = np.mean([o[2 * spec.n_products + OBS_EXTRA.index("alpha_hat")] for o in obs[1:]])
     assert alpha_hat == pytest.approx(agent_session_share(0.3, 4), abs=0.03)
     assert human.score.mean() < agent.score.mean()
+
+
+def test_the_shopper_alpha_hat_tells_alpha_apart_where_k_confounds_the_session_share(spec):
+    """(α, K) = (0.2, 8) and (0.5, 2) have almost one session share (0.67): α̂ cannot tell them
+    apart, the shopper-share estimate recovers each α."""
+    n, hats = spec.n_products, [OBS_EXTRA.index(n) for n in ("alpha_hat", "shopper_alpha_hat")]
+    means = {}
+    for alpha, k in ((0.2, 8), (0.5, 2)):
+        obs = np.array(rollout(PricingMarketEnv(spec, alpha, k), 0, 200,
+                               spec.undefended_action)[0][1:])  # fmt: skip
+        means[alpha] = obs[:, [2 * n + i for i in hats]].mean(axis=0)
+        assert means[alpha][1] == pytest.approx(alpha, abs=0.03)
+    assert abs(means[0.2][0] - means[0.5][0]) < 0.05
+
+
+def test_a_law_draws_each_episodes_alpha_and_k_and_the_adversary_centres_on_it(spec):
+    law = EpisodeLaw((0.2, 0.6), (2, 8))
+    env = PricingMarketEnv(spec, 0.9, robust=True, law=law)
+    drawn = [env.reset(seed=seed)[1] for seed in range(30)]
+    alphas, ks = [i["alpha"] for i in drawn], {i["k"] for i in drawn}
+    assert all(0.2 <= a <= 0.6 for a in alphas) and len(set(alphas)) == 30 and ks == {2, 8}
+    for info in drawn:  # the ambiguity set around the drawn α, not around 0.9
+        low, high = alpha_interval(spec, info["alpha"])
+        assert info["candidate_alphas"].min() == pytest.approx(low)
+        assert info["candidate_alphas"].max() == pytest.approx(high)
+    assert [env.reset(seed=seed)[1]["alpha"] for seed in range(30)] == alphas
+    assert env.reset(seed=0, options={"alpha": 0.1, "k": 4})[1]["alpha"] == 0.1
+
+
+def test_a_law_env_reset_at_an_alpha_and_k_plays_the_plain_envs_episode(spec):
+    """Evaluation resets at its cell's (α, K): a law must not shift the episode's draws."""
+    plain = PricingMarketEnv(spec, 0.4, 2)
+    drawn = PricingMarketEnv(spec, law=EpisodeLaw((0.0, 1.0), (8,)))
+    plain.reset(seed=5)
+    drawn.reset(seed=5, options={"alpha": 0.4, "k": 2})
+    assert [plain.step(7)[1] for _ in range(4)] == [drawn.step(7)[1] for _ in range(4)]
 
 
 def test_envs_differing_only_in_alpha_or_k_expose_neither(spec):

@@ -23,10 +23,15 @@ def table(q: np.ndarray, bins=(2, 3), visits: np.ndarray | None = None) -> QTabl
     return QTablePolicy(q, bins, LEVELS, np.ones(states) if visits is None else visits)
 
 
-def test_qtable_state_bins_alpha_hat_low_engagement_and_the_level_in_ravel_order():
+def test_qtable_state_bins_the_shopper_alpha_hat_low_engagement_and_the_level_in_ravel_order():
     policy = table(np.zeros((30, 45)))
-    obs = market_obs([0.5, 0.5], prices=[0.28, 0.32], alpha_hat=0.9, low_engagement_share=0.4)
+    obs = market_obs([0.5, 0.5], prices=[0.28, 0.32], shopper_alpha_hat=0.9,
+                     low_engagement_share=0.4)  # fmt: skip
     assert policy.state(obs) == np.ravel_multi_index((1, 1, 2), (2, 3, 5))
+    # The session-share α̂ (which K inflates) is not the state's α coordinate.
+    assert policy.state(market_obs([0.5, 0.5], prices=[0.28, 0.32], alpha_hat=0.9,
+                                   low_engagement_share=0.4)) == np.ravel_multi_index(
+        (0, 1, 2), (2, 3, 5))  # fmt: skip
 
 
 def test_level_prices_are_what_the_observation_shows_at_each_level(spec):
@@ -43,7 +48,7 @@ def test_qtable_acts_greedily_and_round_trips(tmp_path):
     q = np.zeros((30, 45))
     q[:, 7] = 1.0
     policy = table(q, visits=np.arange(30))
-    assert policy.act(market_obs([0.5, 0.5], alpha_hat=0.9)) == 7
+    assert policy.act(market_obs([0.5, 0.5], shopper_alpha_hat=0.9)) == 7
     loaded = QTablePolicy.load(policy.save(tmp_path / "policy.npz"))
     assert np.array_equal(loaded.q, q) and loaded.bins == (2, 3)
     assert np.array_equal(loaded.levels, LEVELS) and np.array_equal(loaded.visits, np.arange(30))
@@ -55,7 +60,8 @@ def test_an_unvisited_state_acts_on_the_visit_weighted_mean_of_the_visited_rows(
     visits = np.zeros(30)
     visits[:2] = (1, 4)  # mean row: action 3 -> 0.2, action 5 -> 0.48
     policy = table(q, visits=visits)
-    unvisited = market_obs([0.5, 0.5], prices=0.5, alpha_hat=0.9, low_engagement_share=0.9)
+    unvisited = market_obs([0.5, 0.5], prices=0.5, shopper_alpha_hat=0.9,
+                           low_engagement_share=0.9)  # fmt: skip
     assert visits[policy.state(unvisited)] == 0
     assert policy.act(unvisited) == 5
 
@@ -92,7 +98,8 @@ class Bandit(gym.Env):
 def test_qtable_learns_the_best_arm_of_a_deterministic_bandit(spec, tiny):
     payoff = np.random.default_rng(3).uniform(0.5, 1.0, spec.n_actions) / spec.reward_scale
     payoff[31] = 1.05 / spec.reward_scale
-    obs = market_obs(np.full(spec.n_products, 0.1), prices=level_prices(spec)[2], alpha_hat=0.5)
+    obs = market_obs(np.full(spec.n_products, 0.1), prices=level_prices(spec)[2],
+                     shopper_alpha_hat=0.5)  # fmt: skip
     env = gym.wrappers.TimeLimit(Bandit(obs, payoff), max_episode_steps=10)
     params = dataclasses.replace(tiny, timesteps=3_000, gamma=0.5)
     policy, curve = train_qtable(env, spec, params, seed=0)

@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from phantom_assets.market import EpisodeLaw
 from phantom_assets.policies import (
     HEURISTIC_MODE,
     HEURISTIC_TIERS,
@@ -62,6 +63,19 @@ def test_training_env_has_the_adversary_and_lambda_of_its_mode(spec, mode):
     setting = TRAINING_MODES[mode]
     assert (env.robust, env.lam) == (setting.robust, 2.5 if setting.charged else 0.0)
     assert env.base_alpha == 0.4 and env.detector == "fitted"
+
+
+def test_a_training_law_sets_every_training_episodes_alpha_and_k_and_is_recorded(spec, tiny):
+    law = EpisodeLaw((0.0, 1.0), (2, 8))
+    env = training_env(spec, 0.5, "robust", ablation_lam=0.0, law=law)
+    drawn = {(info["alpha"], info["k"]) for info in (env.reset(seed=s)[1] for s in range(20))}
+    assert len(drawn) == 20 and {k for _, k in drawn} == {2, 8}
+    runs = [train_policy("qtable", "baseline", spec, 0.5, tiny, seed=4, law=law) for _ in range(2)]
+    assert runs[0].hyperparameters["law"] == dataclasses.asdict(law)
+    assert np.array_equal(runs[0].policy.q, runs[1].policy.q)  # same seed, same draws
+    fixed = train_policy("qtable", "baseline", spec, 0.5, tiny, seed=4)
+    assert fixed.hyperparameters["law"] is None
+    assert not fixed.learning_curve.equals(runs[0].learning_curve)
 
 
 @pytest.mark.parametrize(("tier", "mode"), [(t, m) for m in TRAINING_MODES for t in ("qtable",)]

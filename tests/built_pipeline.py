@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -87,10 +88,30 @@ class BuiltPipeline:
                               text=True, timeout=timeout)  # fmt: skip
 
     def copy_to(self, folder: Path) -> BuiltPipeline:
-        """A private copy to change (lake, warehouse, instance and config; the run's output)."""
+        """A private copy to change (lake, warehouse, instance and config; the run's output).
+
+        Other xdist workers read the same instance meanwhile, and SQLite's `-wal`/`-shm` files
+        come and go with their connections: each database is copied as one consistent snapshot
+        (SQLite's backup API, the log included), the log files themselves not at all.
+        """
         target = Path(folder) / "built"
-        shutil.copytree(self.root, target)
+        shutil.copytree(self.root, target, copy_function=_copy_snapshot,
+                        ignore=shutil.ignore_patterns(*SQLITE_LOGS))  # fmt: skip
         return BuiltPipeline(target)
+
+
+SQLITE_LOGS = ("*.db-wal", "*.db-shm", "*.db-journal")
+
+
+def _copy_snapshot(source: str, target: str) -> None:
+    if not source.endswith(".db"):
+        shutil.copy2(source, target)
+        return
+    with (
+        contextlib.closing(sqlite3.connect(source)) as reader,
+        contextlib.closing(sqlite3.connect(target)) as writer,
+    ):
+        reader.backup(writer)
 
 
 def build(root: Path) -> BuiltPipeline:

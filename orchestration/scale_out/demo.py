@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import dagster as dg
 
 STORE = "hotel"
-UPSTREAM = '+key:"market_simulators"'
+UPSTREAM = '+key:"market_oracle"'  # everything the slice reads (the oracle's reference action)
 SLICE_JOB = "defense_evaluation_job"  # exactly the slice's assets (a stage of `phantom run`)
 SLICE_ASSETS = ("trained_policies", "policy_evaluations")
 # Four independent policy partitions: two heuristic/tabular, one linear, one SB3 (torch) tier.
@@ -68,7 +68,7 @@ class StepPlacement:
 
 
 def build_upstream(running: Deployment, timeout: float = 600.0) -> None:
-    """`phantom run --select` the slice's upstream (ingest ... market_simulators).
+    """`phantom run --select` the slice's upstream (ingest ... market_simulators, market_oracle).
 
     It runs in process against the deployment's instance and data dir, simulating tiny demo data
     first.

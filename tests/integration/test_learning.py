@@ -34,7 +34,8 @@ from phantom_assets.evaluation import (
     regret_table,
 )
 from phantom_assets.market import demo_spec, training_law
-from phantom_assets.market.oracle import best_undefended_response, market_oracle
+from phantom_assets.market.oracle import market_oracle
+from phantom_assets.market.response import best_undefended_response
 from phantom_assets.policies import (
     LEARNABLE_TIERS,
     StaticPolicy,

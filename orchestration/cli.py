@@ -70,6 +70,7 @@ def _run(
     selection: str | None,
     run_config: dict | None = None,
     check_upstream: bool = True,
+    stores: list[str] | None = None,
 ) -> tuple[int, Settings]:
     """`run_pipeline` with the CLI's workers, verbosity and exit codes."""
     import dagster as dg
@@ -85,8 +86,9 @@ def _run(
     with dg.DagsterInstance.from_config(str(home)) as instance:
         try:
             report = run_pipeline(
-                settings, instance, selection, echo=logger.info, run_config=run_config,
-                workers=args.workers, verbose=args.verbose, check_upstream=check_upstream,
+                settings, instance, selection, stores=stores, echo=logger.info,
+                run_config=run_config, workers=args.workers, verbose=args.verbose,
+                check_upstream=check_upstream,
             )  # fmt: skip
         except (MissingUpstreamError, SelectionError) as error:
             logger.error("%s", error)
@@ -154,7 +156,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if code := _prepare_data_root(settings_from_env(), args.select):
         return code
-    code, settings = _run(args, args.select)
+    code, settings = _run(args, args.select, stores=args.store)
     if code != 2:
         _print_summary(settings, args.json)
     return code
@@ -275,6 +277,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _store_names(text: str) -> str:
+    """`--store`'s value when every name in it is a store (argparse then says which is not)."""
+    from orchestration.planning import SelectionError, checked_stores
+
+    try:
+        checked_stores([text])
+    except SelectionError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+    return text
+
+
 def _add_execution_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers", type=int, default=DEFAULT_WORKERS,
@@ -307,6 +320,11 @@ def build_parser() -> argparse.ArgumentParser:
         "demo, simulated into incoming/demo/)",
     )
     run.add_argument("--select", help="Dagster asset selection, e.g. '*labeled_sessions'")
+    run.add_argument(
+        "--store", action="append", type=_store_names,
+        help="only the partitions of this store (repeatable, or a comma list, e.g. hotel); "
+        "batch and unpartitioned assets run as usual",
+    )  # fmt: skip
     run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     _add_execution_options(run)
     run.set_defaults(func=cmd_run)

@@ -265,7 +265,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
             sys.stdout.flush()
             failed += not result.holds
         return 1 if failed else 0
-    if args.target == "fingerprint":
+    if args.target == "front":
+        from orchestration.bench import bench_front
+        from orchestration.resources import settings_from_env
+
+        root = Path(args.root).resolve() if args.root else None
+        try:
+            result = bench_front(settings_from_env(), args.scale, args.workers, root)
+        except (ValueError, RuntimeError) as error:
+            logger.error("%s", error)
+            return 1
+    elif args.target == "fingerprint":
         from phantom_assets.fingerprint.bench import bench_fingerprint
 
         result = bench_fingerprint(n_events=args.events, seed=args.seed or 0)
@@ -379,10 +389,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser(
         "bench",
-        help="performance benchmarks (one JSON object); calibration: one JSON line per "
-        "procedure x layout, non-zero exit if any misses its level or coverage",
+        help="performance benchmarks (one JSON object); front: '*separability_report' on --scale "
+        "x the demo's data (wall time, peak RSS); calibration: one JSON line per procedure x "
+        "layout, non-zero exit if any misses its level or coverage",
     )
-    bench.add_argument("target", choices=["env", "fingerprint", "calibration"])
+    bench.add_argument("target", choices=["env", "fingerprint", "calibration", "front"])
     bench.add_argument("--seed", type=int)
     bench.add_argument("--events", type=int, default=1_000_000, help="fingerprint corpus size")
     bench.add_argument("--steps", type=int, default=5_000, help="env steps per pass")
@@ -392,6 +403,16 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--reps", type=int, default=500, help="calibration replications")
     bench.add_argument(
         "--studies", nargs="+", choices=STUDY_MODULES, help="calibration studies (default: all)"
+    )
+    bench.add_argument(
+        "--scale", type=int, default=64,
+        help="front: multiple of the profile's subjects per store to simulate (default 64)",
+    )  # fmt: skip
+    bench.add_argument(
+        "--workers", type=int, default=DEFAULT_WORKERS, help="front: `phantom run --workers`"
+    )
+    bench.add_argument(
+        "--root", help="front: an empty folder to keep the data and logs in (default: a temp one)"
     )
     bench.set_defaults(func=cmd_bench)
     return parser

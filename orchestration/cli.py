@@ -70,6 +70,7 @@ def _run(
     selection: str | None,
     run_config: dict | None = None,
     check_upstream: bool = True,
+    stores: list[str] | None = None,
 ) -> tuple[int, Settings]:
     """`run_pipeline` with the CLI's workers, verbosity and exit codes."""
     import dagster as dg
@@ -85,8 +86,9 @@ def _run(
     with dg.DagsterInstance.from_config(str(home)) as instance:
         try:
             report = run_pipeline(
-                settings, instance, selection, echo=logger.info, run_config=run_config,
-                workers=args.workers, verbose=args.verbose, check_upstream=check_upstream,
+                settings, instance, selection, stores=stores, echo=logger.info,
+                run_config=run_config, workers=args.workers, verbose=args.verbose,
+                check_upstream=check_upstream,
             )  # fmt: skip
         except (MissingUpstreamError, SelectionError) as error:
             logger.error("%s", error)
@@ -154,7 +156,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if code := _prepare_data_root(settings_from_env(), args.select):
         return code
-    code, settings = _run(args, args.select)
+    code, settings = _run(args, args.select, stores=args.store)
     if code != 2:
         _print_summary(settings, args.json)
     return code
@@ -263,7 +265,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
             sys.stdout.flush()
             failed += not result.holds
         return 1 if failed else 0
-    if args.target == "fingerprint":
+    if args.target == "front":
+        from orchestration.bench import bench_front
+        from orchestration.resources import settings_from_env
+
+        root = Path(args.root).resolve() if args.root else None
+        try:
+            result = bench_front(settings_from_env(), args.scale, args.workers, root)
+        except (ValueError, RuntimeError) as error:
+            logger.error("%s", error)
+            return 1
+    elif args.target == "fingerprint":
         from phantom_assets.fingerprint.bench import bench_fingerprint
 
         result = bench_fingerprint(n_events=args.events, seed=args.seed or 0)
@@ -273,6 +285,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
         result = bench_env(steps=args.steps, seed=args.seed or 0, repeats=args.repeats)
     sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")
     return 0
+
+
+def _store_names(text: str) -> str:
+    """`--store`'s value when every name in it is a store (argparse then says which is not)."""
+    from orchestration.planning import SelectionError, checked_stores
+
+    try:
+        checked_stores([text])
+    except SelectionError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+    return text
 
 
 def _add_execution_options(parser: argparse.ArgumentParser) -> None:
@@ -307,6 +330,11 @@ def build_parser() -> argparse.ArgumentParser:
         "demo, simulated into incoming/demo/)",
     )
     run.add_argument("--select", help="Dagster asset selection, e.g. '*labeled_sessions'")
+    run.add_argument(
+        "--store", action="append", type=_store_names,
+        help="only the partitions of this store (repeatable, or a comma list, e.g. hotel); "
+        "batch and unpartitioned assets run as usual",
+    )  # fmt: skip
     run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     _add_execution_options(run)
     run.set_defaults(func=cmd_run)
@@ -361,10 +389,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser(
         "bench",
-        help="performance benchmarks (one JSON object); calibration: one JSON line per "
-        "procedure x layout, non-zero exit if any misses its level or coverage",
+        help="performance benchmarks (one JSON object); front: '*separability_report' on --scale "
+        "x the demo's data (wall time, peak RSS); calibration: one JSON line per procedure x "
+        "layout, non-zero exit if any misses its level or coverage",
     )
-    bench.add_argument("target", choices=["env", "fingerprint", "calibration"])
+    bench.add_argument("target", choices=["env", "fingerprint", "calibration", "front"])
     bench.add_argument("--seed", type=int)
     bench.add_argument("--events", type=int, default=1_000_000, help="fingerprint corpus size")
     bench.add_argument("--steps", type=int, default=5_000, help="env steps per pass")
@@ -374,6 +403,16 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--reps", type=int, default=500, help="calibration replications")
     bench.add_argument(
         "--studies", nargs="+", choices=STUDY_MODULES, help="calibration studies (default: all)"
+    )
+    bench.add_argument(
+        "--scale", type=int, default=64,
+        help="front: multiple of the profile's subjects per store to simulate (default 64)",
+    )  # fmt: skip
+    bench.add_argument(
+        "--workers", type=int, default=DEFAULT_WORKERS, help="front: `phantom run --workers`"
+    )
+    bench.add_argument(
+        "--root", help="front: an empty folder to keep the data and logs in (default: a temp one)"
     )
     bench.set_defaults(func=cmd_bench)
     return parser

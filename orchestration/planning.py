@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
 
 from phantom_assets.assets.partitions import BATCH_PARTITIONS_NAME
+from phantom_assets.constants import STORES
 
 # Publishing is a decision: `phantom publish` (or an explicit selection) runs it, `phantom run` not.
 MANUAL_GROUPS = ("publish",)
@@ -83,11 +84,25 @@ def selection_error(selection: str, graph, error: Exception | None = None) -> Se
     elif error is not None:  # a syntax error: Dagster's first line says where
         what = (
             f"{str(error).splitlines()[0]} (syntax: `*x` = x and its upstream, `x+` = x and its "
-            "children, `group:ingest`, `a,b`)"
+            "children, `group:ingest`, `key:a or key:b`)"
         )
     else:
         what = "selects no asset"
     return SelectionError(f"--select {selection!r}: {what}")
+
+
+def checked_stores(names: Iterable[str]) -> frozenset[str]:
+    """The stores of `--store` (each name may be a comma list); `SelectionError` naming an unknown
+    one, with the closest store and every store."""
+    stores = {name.strip() for text in names for name in text.split(",") if name.strip()}
+    unknown = sorted(stores - set(STORES))
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], STORES, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise SelectionError(f"no store {unknown[0]!r} ({hint}stores: {', '.join(STORES)})")
+    if not stores:
+        raise SelectionError(f"no store named (stores: {', '.join(STORES)})")
+    return frozenset(stores)
 
 
 def _selected_keys(defs: dg.Definitions, selection: str | None) -> set[dg.AssetKey]:
@@ -202,10 +217,16 @@ def _store_of(partitions_def: dg.PartitionsDefinition | None, key: str | None) -
 
 
 def plan_tasks(
-    defs: dg.Definitions, stages: Sequence[Stage], instance: dg.DagsterInstance
+    defs: dg.Definitions,
+    stages: Sequence[Stage],
+    instance: dg.DagsterInstance,
+    stores: Collection[str] | None = None,
 ) -> tuple[list[Task], dict[int, set[int]]]:
     """One task per (stage, partition key) and, per task, the tasks it waits for: those of every
-    upstream stage in the same store (or all of them when either side spans the stores)."""
+    upstream stage in the same store (or all of them when either side spans the stores).
+
+    `stores` (`checked_stores`) keeps only the partitions of those stores; partitions that span
+    the stores (batches, unpartitioned assets) are kept."""
     graph = defs.resolve_asset_graph()
     tasks: list[Task] = []
     for index, stage in enumerate(stages):
@@ -217,7 +238,11 @@ def plan_tasks(
         pools = frozenset(p for k in stage.keys for p in (graph.get(k).pools or ()))
         blocks = not _is_batch(stage.partitions_def)
         tasks.extend(
-            Task(index, key, _store_of(stage.partitions_def, key), pools, blocks) for key in keys
+            Task(index, key, store, pools, blocks)
+            for key in keys
+            if (store := _store_of(stage.partitions_def, key)) is None
+            or stores is None
+            or store in stores
         )
     stage_of = {key: i for i, stage in enumerate(stages) for key in stage.keys}
     upstream: dict[int, set[int]] = {}

@@ -81,6 +81,11 @@ def build_resources(settings: Settings) -> dict[str, object]:
     }
 
 
+def phantom_environment(data_dir: Path, dagster_home: Path) -> dict[str, str]:
+    """This environment, with the storage root and DAGSTER_HOME of a child `phantom` process."""
+    return {**os.environ, "PHANTOM_DATA_DIR": str(data_dir), "DAGSTER_HOME": str(dagster_home)}
+
+
 def dagster_home_from_env() -> Path:
     """DAGSTER_HOME, defaulting to `./.dagster_home` so run history persists per checkout."""
     return Path(os.environ.get("DAGSTER_HOME", ".dagster_home")).resolve()

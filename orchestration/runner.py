@@ -22,7 +22,7 @@ import enum
 import signal
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +35,7 @@ from orchestration.planning import (
     MissingUpstreamError,
     Stage,
     Task,
+    checked_stores,
     missing_upstream,
     plan_stages,
     plan_tasks,
@@ -265,6 +266,7 @@ def run_pipeline(
     instance: dg.DagsterInstance,
     selection: str | None = None,
     *,
+    stores: Iterable[str] | None = None,
     echo: Callable[[str], None] = lambda _: None,
     run_config: dict | None = None,
     resources: dict[str, object] | None = None,
@@ -276,7 +278,8 @@ def run_pipeline(
     """Register batches, then materialize every selected stage × partition as Dagster runs.
 
     `workers=0` runs the tasks one by one in this process; `workers=N` in N worker processes
-    (the instance must then be persistent). `defs` replaces the graph built from `settings`
+    (the instance must then be persistent). `stores` (names or comma lists) limits the
+    store-scoped partitions to those stores. `defs` replaces the graph built from `settings`
     (in process only; the stage jobs it lacks are added). `check_upstream=False` skips the
     never-materialized-upstream check (publishing reads a lake that another instance may have
     built). A failed run skips its
@@ -285,11 +288,13 @@ def run_pipeline(
 
     Raises:
         MissingUpstreamError: the selection reads an unselected asset never materialized.
+        SelectionError: `stores` names an unknown store.
     """
     from orchestration.definitions import build_definitions
 
     if defs is not None and workers > 0:
         raise ValueError("prebuilt definitions run in process only (workers=0)")
+    chosen = None if stores is None else checked_stores(stores)
     defs = with_stage_jobs(defs) if defs else build_definitions(settings, resources=resources)
     report = PipelineReport()
     recover_dead_runs(instance, echo)
@@ -306,7 +311,7 @@ def run_pipeline(
             "`phantom run` without --select first"
         )
     stages = plan_stages(defs, selection)
-    tasks, waits = plan_tasks(defs, stages, instance)
+    tasks, waits = plan_tasks(defs, stages, instance, chosen)
     totals = [sum(t.stage == i for t in tasks) for i in range(len(stages))]
     progress = Progress.of([s.label for s in stages], totals, max(workers, 1), echo)
     session = uuid.uuid4().hex

@@ -1,7 +1,10 @@
 """Parse one raw batch file into canonical events and a quarantine (docs/method.md#data).
 
 `parse_batch` is pure apart from reading the file it is given (and its experiments sidecar):
-the same bytes give the same `IngestResult`, rows ordered by `source_row`.
+the same bytes give the same `IngestResult`, rows ordered by `source_row`, whatever the chunk
+sizes it reads with (`ReadSizes`). Every rule runs chunk by chunk (the duplicate rule remembers
+the first row of each kept key), and only the kept rows' canonical values and the quarantined
+rows are held for the whole batch, so memory follows the events, not the raw file.
 """
 
 from __future__ import annotations
@@ -9,11 +12,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 import polars as pl
+import polars.selectors as cs
 
 from phantom_assets.constants import PRICE_LOG, PRICE_QUOTE_EVENT
 from phantom_assets.schema import fields
@@ -21,7 +27,8 @@ from phantom_assets.schema.detect import detect_format
 from phantom_assets.schema.fields import TS_DTYPE
 from phantom_assets.schema.labels import label_exprs, read_sidecar
 from phantom_assets.schema.readers import READERS
-from phantom_assets.schema.validate import ADMIN_PAGE, ALL_REASONS, classify
+from phantom_assets.schema.streams import DEFAULT_READ_SIZES, ReadSizes
+from phantom_assets.schema.validate import ADMIN_PAGE, ALL_REASONS, classify_rows, mark_duplicates
 
 logger = logging.getLogger(__name__)
 
@@ -87,23 +94,49 @@ def _event_ids(batch_id: str, rows: pl.DataFrame) -> pl.Series:
     return pl.Series("event_id", ids, dtype=pl.String)
 
 
-def _counts(classified: pl.DataFrame) -> dict[str, int]:
-    per_reason = dict(classified.group_by("reason").len().drop_nulls("reason").iter_rows())
+def _counts(n_rows: int, quarantine: pl.DataFrame) -> dict[str, int]:
+    per_reason = dict(quarantine.group_by("reason").len().iter_rows())
     counts = {reason: int(per_reason.get(reason, 0)) for reason in ALL_REASONS}
     unknown = set(per_reason) - set(ALL_REASONS)
     if unknown:  # a reader or rule produced a reason nobody declared: a bug, not bad input
         raise ValueError(f"undeclared quarantine reasons {sorted(unknown)}")
-    rows_quarantined = sum(counts.values())
     return {
-        "rows_in": classified.height,
-        "rows_kept": classified.height - rows_quarantined,
-        "rows_quarantined": rows_quarantined,
+        "rows_in": n_rows,
+        "rows_kept": n_rows - quarantine.height,
+        "rows_quarantined": quarantine.height,
         "admin_pages_dropped": counts[ADMIN_PAGE],
         **counts,
     }
 
 
-def parse_batch(path: Path, batch_id: str, *, accept_legacy_store: bool = False) -> IngestResult:
+def _classify_chunks(
+    chunks: Iterable[pl.DataFrame], batch_id: str, accept_legacy_store: bool
+) -> tuple[pl.DataFrame, pl.DataFrame, int]:
+    """(kept rows, quarantined rows, rows in) of a batch's staging chunks, chunk by chunk.
+
+    Kept rows keep the canonical `n_*` values, the label columns and their event id; only
+    quarantined rows keep the raw record text, the bulk of a staging chunk.
+    """
+    kept, quarantined, n_rows, seen = [], [], 0, None
+    for staging in chunks:
+        rows = classify_rows(staging.lazy(), accept_legacy_store=accept_legacy_store).collect()
+        rows, seen = mark_duplicates(rows, seen)
+        n_rows += rows.height
+        is_kept = pl.col("reason").is_null()
+        good = rows.filter(is_kept)
+        labels = ("source_row", "actor_type", "is_agent")
+        kept.append(good.select(*labels, cs.starts_with("n_"), _event_ids(batch_id, good)))
+        quarantined.append(rows.filter(~is_kept).select("source_row", "raw", "reason", "detail"))
+    return pl.concat(kept), pl.concat(quarantined), n_rows
+
+
+def parse_batch(
+    path: Path,
+    batch_id: str,
+    *,
+    accept_legacy_store: bool = False,
+    sizes: ReadSizes = DEFAULT_READ_SIZES,
+) -> IngestResult:
     """Read one raw batch file (any format of docs/method.md#accepted-inputs) into canonical events
     + quarantine.
 
@@ -111,6 +144,7 @@ def parse_batch(path: Path, batch_id: str, *, accept_legacy_store: bool = False)
         path: the raw file; its format is detected from the content.
         batch_id: the batch key (`[A-Za-z0-9_.-]+`), stamped on every row and hashed into ids.
         accept_legacy_store: keep the legacy store `shop` instead of quarantining it.
+        sizes: how much of the file is read at a time (the result does not depend on it).
 
     Returns:
         The `IngestResult`; every input record is in exactly one of its two frames.
@@ -123,20 +157,17 @@ def parse_batch(path: Path, batch_id: str, *, accept_legacy_store: bool = False)
         raise ValueError(f"batch_id {batch_id!r} must be non-empty and match [A-Za-z0-9_.-]+")
     path = Path(path)
     fmt = detect_format(path)
-    staging = READERS[fmt](path)
-    sidecar = read_sidecar(path)
-    classified = classify(staging.lazy(), accept_legacy_store=accept_legacy_store).collect()
-    counts = _counts(classified)
-    kept = (
-        classified.filter(pl.col("reason").is_null())
-        .join(sidecar, left_on="n_experiment_id", right_on="experiment_id", how="left")
-        .sort("source_row")
+    kept, quarantined, n_rows = _classify_chunks(
+        READERS[fmt](path, sizes), batch_id, accept_legacy_store
     )
+    sidecar = read_sidecar(path)
     is_price_log = pl.col("n_record_type") == PRICE_LOG
     events = (
-        kept.with_columns(label_exprs())
+        kept.lazy()
+        .join(sidecar.lazy(), left_on="n_experiment_id", right_on="experiment_id", how="left")
+        .sort("source_row")
+        .with_columns(label_exprs())
         .with_columns(
-            _event_ids(batch_id, kept),
             batch_id=pl.lit(batch_id),
             price=pl.when(is_price_log).then(pl.col("n_price")),
             n_event=pl.when(is_price_log).then(pl.lit(PRICE_QUOTE_EVENT)).otherwise("n_event"),
@@ -147,27 +178,31 @@ def parse_batch(path: Path, batch_id: str, *, accept_legacy_store: bool = False)
             else pl.col(f"n_{name}").cast(dtype).alias(name)
             for name, dtype in CANONICAL_SCHEMA.items()
         )
+        .collect()
     )
-    quarantine = classified.filter(pl.col("reason").is_not_null()).select(
+    quarantine = quarantined.select(
         pl.col("source_row").cast(pl.Int64),
         pl.col("raw"),
         pl.col("reason"),
         pl.col("detail"),
         batch_id=pl.lit(batch_id, pl.String),
     )
+    counts = _counts(n_rows, quarantine)
     logger.info("ingested %s as %s: %s", path, fmt, counts)
     return IngestResult(events=events, quarantine=quarantine, counts=counts, format=fmt)
 
 
-def store_counts(path: Path) -> dict[str | None, int]:
+def store_counts(path: Path, sizes: ReadSizes = DEFAULT_READ_SIZES) -> dict[str | None, int]:
     """Records per `storeMode` value of a raw file, normalised as ingest does (None: missing).
 
-    Reads the file without validating anything else: what `phantom run` checks before it
-    registers a new file, so a file of unsupported stores is refused up front.
+    Reads the file (a chunk at a time) without validating anything else: what `phantom run`
+    checks before it registers a new file, so a file of unsupported stores is refused up front.
 
     Raises:
         UnreadableFileError: the file cannot be read at all.
     """
-    staging = READERS[detect_format(Path(path))](Path(path))
-    counted = staging.lazy().group_by(fields.token("store").alias("store")).len().collect()
-    return {store: int(n) for store, n in counted.iter_rows()}
+    counts: Counter[str | None] = Counter()
+    store = fields.token("store").alias("store")
+    for staging in READERS[detect_format(Path(path))](Path(path), sizes):
+        counts.update(dict(staging.lazy().group_by(store).len().collect().iter_rows()))
+    return {store: int(n) for store, n in counts.items()}

@@ -1,18 +1,23 @@
-"""Turn one raw file of a known format into the staging frame (`staging.py`).
+"""Turn one raw file of a known format into staging frames (`staging.py`), a chunk at a time.
 
 Readers locate records and pull their fields out as text; they never validate values. A record
 that cannot even be split into fields (bad JSON, wrong column count, invalid bytes) gets a
 `pre_reason` so it lands in the quarantine. Only a file that cannot be read at all raises.
+
+Readers stream: text is read and decoded `ReadSizes.block_bytes` at a time (Parquet in row
+slices) and comes out as staging frames of at most `ReadSizes.rows` records, each with its
+file-wide `source_row` -- at least one frame, maybe empty. Memory follows the chunk, not the file
+(a 100 MB CSV took 2.3 GB read whole).
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
-import io
 import json
 import sys
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -25,7 +30,7 @@ from phantom_assets.schema.detect import (
     WHOCLICKEDIT_PARQUET,
     UnreadableFileError,
 )
-from phantom_assets.schema.encoding import decode_text
+from phantom_assets.schema.encoding import iter_decoded
 from phantom_assets.schema.payloads import PayloadLocator, add_json_checks, payload_fields
 from phantom_assets.schema.raw_formats import (
     KAFKA_INTERACTIONS_TOPIC,
@@ -33,6 +38,13 @@ from phantom_assets.schema.raw_formats import (
     PAYLOAD_FIELDS,
 )
 from phantom_assets.schema.staging import conform, mark_encoding
+from phantom_assets.schema.streams import (
+    ReadSizes,
+    batches,
+    json_array_items,
+    split_lines,
+    universal_lines,
+)
 from phantom_assets.schema.tables import check_header, parquet_as_text, table_fields
 
 _TOPIC_RECORD_TYPES: Final[dict[str, str]] = {
@@ -42,11 +54,22 @@ _TOPIC_RECORD_TYPES: Final[dict[str, str]] = {
 _SNIPPET: Final[int] = 80
 
 
-def _read_bytes(path: Path) -> bytes:
+def _text(path: Path, block_bytes: int) -> Iterator[str]:
+    """The decoded text of `path`, piece by piece (`encoding.iter_decoded`)."""
     try:
-        return path.read_bytes()
+        with path.open("rb") as handle:
+            yield from iter_decoded(iter(partial(handle.read, block_bytes), b""))
     except OSError as error:
         raise UnreadableFileError(path, f"cannot read the file ({error.strerror})") from error
+
+
+def _is_json(text: str) -> bool:
+    """Whether `text` is one JSON value (surrounded by JSON whitespace)."""
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _json_object_problem(text: str) -> str | None:
@@ -102,17 +125,29 @@ def _with_payload(
     )
 
 
-def read_jsonl(path: Path) -> pl.DataFrame:
-    """Staging frame of a JSON Lines file; `source_row` counts non-blank lines from 0."""
-    text = decode_text(_read_bytes(path))
-    problem = _json_object_problem(text)
-    if problem is not None:
-        raise UnreadableFileError(path, problem)
-    lines = pl.DataFrame({"raw": text.split("\n")}).select(pl.col("raw").str.strip_suffix("\r"))
-    frame = lines.filter(pl.col("raw").str.strip_chars() != "").with_row_index("source_row")
-    payload = pl.col("raw").str.json_path_match("$")  # null when the line is not one JSON value
-    frame = _with_payload(frame, payload, "line is not a JSON object", _same)
-    return mark_encoding(conform(frame))
+def read_jsonl(path: Path, sizes: ReadSizes) -> Iterator[pl.DataFrame]:
+    """Staging frames of a JSON Lines file; `source_row` counts non-blank lines from 0."""
+    first: str | None = None  # the first non-blank line
+    offset = 0
+    for lines in batches(split_lines(_text(path, sizes.block_bytes)), sizes.rows):
+        raw = pl.DataFrame({"raw": lines}, schema={"raw": pl.String})
+        frame = (
+            raw.select(pl.col("raw").str.strip_suffix("\r"))
+            .filter(pl.col("raw").str.strip_chars() != "")
+            .with_row_index("source_row", offset=offset)
+        )
+        if first is None and frame.height:
+            first = frame["raw"][0]
+        offset += frame.height
+        payload = pl.col("raw").str.json_path_match("$")  # null when the line is not one value
+        frame = _with_payload(frame, payload, "line is not a JSON object", _same)
+        yield mark_encoding(conform(frame))
+    # The whole text is one JSON value only when its first non-blank line is not one on its own
+    # (a value spread over lines) or is the only one: just then is the whole file read again.
+    if first is not None and (offset == 1 or not _is_json(first)):
+        problem = _json_object_problem("".join(_text(path, sizes.block_bytes)))
+        if problem is not None:
+            raise UnreadableFileError(path, problem)
 
 
 def _topic_record_type(path: Path) -> str | None:
@@ -122,29 +157,47 @@ def _topic_record_type(path: Path) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
-def read_kafka(path: Path) -> pl.DataFrame:
-    """Staging frame of a Kafka console export; `source_row` is the index in the array."""
-    text = decode_text(_read_bytes(path))
+def _whole_file_json_error(path: Path, block_bytes: int, streamed: ValueError) -> str:
+    """`json.loads`'s message for the whole file, which counts lines and columns from its start
+    (the stream's error counts from where it had got to): only a failing file is read whole."""
     try:
-        envelopes = json.loads(text)
+        json.loads("".join(_text(path, block_bytes)))
     except ValueError as error:
-        raise UnreadableFileError(path, f"not valid JSON ({error})") from error
-    if not isinstance(envelopes, list):
-        raise UnreadableFileError(
-            path, f"a JSON {type(envelopes).__name__}, not an array of Kafka envelopes"
+        return str(error)
+    return str(streamed)
+
+
+def _envelopes(path: Path, block_bytes: int) -> Iterator[Any]:
+    """The Kafka envelopes of the file's JSON array, parsed one at a time."""
+    try:
+        yield from json_array_items(_text(path, block_bytes))
+    except UnreadableFileError:
+        raise
+    except ValueError as error:
+        message = f"not valid JSON ({_whole_file_json_error(path, block_bytes, error)})"
+        raise UnreadableFileError(path, message) from error
+
+
+def read_kafka(path: Path, sizes: ReadSizes) -> Iterator[pl.DataFrame]:
+    """Staging frames of a Kafka console export; `source_row` is the index in the array."""
+    record_type = _topic_record_type(path)
+    offset = 0
+    for envelopes in batches(_envelopes(path, sizes.block_bytes), sizes.rows):
+        # polars cannot split a JSON array into per-element texts, and the raw envelope text is
+        # what the quarantine and the event id need: one C-speed json.dumps per element.
+        raws = [json.dumps(envelope, ensure_ascii=False) for envelope in envelopes]
+        frame = pl.DataFrame({"raw": raws}, schema={"raw": pl.String})
+        frame = frame.with_row_index("source_row", offset=offset)
+        offset += frame.height
+        value = pl.col("raw").str.json_path_match("$.value")  # object text, or JSON-text string
+        payload = value.str.json_path_match("$.payload")
+        missing = "envelope has no value.payload object"
+        frame = _with_payload(frame, payload, missing, _kafka_payload)
+        frame = frame.with_columns(
+            record_type=pl.lit(record_type, pl.String),
+            kafka_ts=pl.col("raw").str.json_path_match("$.timestamp"),  # fallback for a missing ts
         )
-    # polars cannot split a JSON array into per-element texts, and the raw envelope text is what
-    # the quarantine and the event id need: one C-speed json.dumps per element is the cheapest way.
-    raws = [json.dumps(envelope, ensure_ascii=False) for envelope in envelopes]
-    frame = pl.DataFrame({"raw": raws}, schema={"raw": pl.String}).with_row_index("source_row")
-    value = pl.col("raw").str.json_path_match("$.value")  # object text, or a JSON-text string
-    payload = value.str.json_path_match("$.payload")
-    frame = _with_payload(frame, payload, "envelope has no value.payload object", _kafka_payload)
-    frame = frame.with_columns(
-        record_type=pl.lit(_topic_record_type(path), pl.String),
-        kafka_ts=pl.col("raw").str.json_path_match("$.timestamp"),  # fallback for a missing ts
-    )
-    return mark_encoding(conform(frame))
+        yield mark_encoding(conform(frame))
 
 
 @contextlib.contextmanager
@@ -157,24 +210,24 @@ def _csv_field_limit() -> Iterator[None]:
         csv.field_size_limit(previous)
 
 
-def read_csv(path: Path) -> pl.DataFrame:
-    """Staging frame of a whoclickedit CSV; `source_row` counts non-blank records from 0.
+def _csv_records(path: Path, block_bytes: int) -> Iterator[list[str]]:
+    """The non-blank records of a CSV file.
 
     The stdlib csv reader (C) splits records because polars pads short rows silently and cannot
     report a record's field count, which the `malformed_row` rule needs.
     """
-    text = decode_text(_read_bytes(path))
-    try:
-        with _csv_field_limit():
-            rows = [row for row in csv.reader(io.StringIO(text, newline="")) if row]
-    except csv.Error as error:
-        raise UnreadableFileError(path, f"not readable as CSV ({error})") from error
-    if not rows:
-        raise UnreadableFileError(path, "the file is empty (no records, not even a header)")
-    header = [name.strip() for name in rows[0]]
-    check_header(path, header)
-    fields = pl.Series("__fields", rows[1:], dtype=pl.List(pl.String))
-    frame = pl.DataFrame([fields]).with_row_index("source_row")
+    lines = universal_lines(_text(path, block_bytes))
+    with _csv_field_limit():
+        try:
+            yield from (row for row in csv.reader(lines) if row)
+        except csv.Error as error:
+            raise UnreadableFileError(path, f"not readable as CSV ({error})") from error
+
+
+def _csv_frame(rows: list[list[str]], header: list[str], offset: int) -> pl.DataFrame:
+    """Staging frame of CSV records (`rows`) whose first `source_row` is `offset`."""
+    fields = pl.Series("__fields", rows, dtype=pl.List(pl.String))
+    frame = pl.DataFrame([fields]).with_row_index("source_row", offset=offset)
     frame = frame.with_columns(
         pl.col("__fields").list.get(i, null_on_oob=True).alias(name)
         for i, name in enumerate(header)
@@ -194,20 +247,44 @@ def read_csv(path: Path) -> pl.DataFrame:
     return mark_encoding(conform(frame))
 
 
-def read_parquet(path: Path) -> pl.DataFrame:
-    """Staging frame of a whoclickedit Parquet table; `source_row` is the row index."""
+def read_csv(path: Path, sizes: ReadSizes) -> Iterator[pl.DataFrame]:
+    """Staging frames of a whoclickedit CSV; `source_row` counts non-blank records from 0."""
+    records = _csv_records(path, sizes.block_bytes)
+    first = next(records, None)
+    if first is None:
+        raise UnreadableFileError(path, "the file is empty (no records, not even a header)")
+    header = [name.strip() for name in first]
+    check_header(path, header)
+    offset = 0
+    for rows in batches(records, sizes.rows):
+        yield _csv_frame(rows, header, offset)
+        offset += len(rows)
+
+
+def _parquet_rows(path: Path, offset: int, n_rows: int) -> pl.DataFrame:
+    """Rows `offset` .. `offset + n_rows` of a Parquet file (only their row groups are read)."""
     try:
-        table = pl.read_parquet(path)
+        return pl.scan_parquet(path).slice(offset, n_rows).collect()
     except Exception as error:  # polars raises several types for corrupt/truncated files
         raise UnreadableFileError(path, f"not readable as Parquet ({error})") from error
-    check_header(path, table.columns)
-    columns = table.columns
-    table = parquet_as_text(path, table)
-    frame = table.with_row_index("source_row").with_columns(
-        raw=pl.struct(columns).struct.json_encode()
-    )
-    frame = frame.with_columns(table_fields(frame))
-    return conform(frame)
+
+
+def read_parquet(path: Path, sizes: ReadSizes) -> Iterator[pl.DataFrame]:
+    """Staging frames of a whoclickedit Parquet table; `source_row` is the row index."""
+    offset = 0
+    while True:
+        table = _parquet_rows(path, offset, sizes.rows)
+        if offset == 0:
+            check_header(path, table.columns)
+        columns, n_rows = table.columns, table.height
+        table = parquet_as_text(path, table)
+        frame = table.with_row_index("source_row", offset=offset).with_columns(
+            raw=pl.struct(columns).struct.json_encode()
+        )
+        yield conform(frame.with_columns(table_fields(frame)))
+        offset += n_rows
+        if n_rows < sizes.rows:
+            return
 
 
 READERS: Final = {

@@ -1,8 +1,9 @@
 """Quarantine rules of docs/method.md#bad-input applied to a staging frame: each row is kept or gets
 a reason.
 
-A row gets the *first* reason that applies, in `REASON_ORDER`; duplicates are judged last, among
-rows that passed every other rule, and the earliest `source_row` of a duplicate group is kept.
+A row gets the *first* reason that applies, in the order of `_rules`, from `classify_rows` (row by
+row, so a batch is classified in chunks); duplicates are judged last, over the whole batch, among
+rows that passed every other rule (`mark_duplicates`): the earliest `source_row` of a group stays.
 """
 
 from __future__ import annotations
@@ -178,29 +179,58 @@ def _reason_and_detail() -> tuple[pl.Expr, pl.Expr]:
     return reason.otherwise(pl.lit(None, pl.String)), detail.otherwise(pl.lit(None, pl.String))
 
 
-def classify(staging: pl.LazyFrame, *, accept_legacy_store: bool) -> pl.LazyFrame:
-    """Add canonical `n_*` columns (`n_ts_source` included) and a `reason`/`detail` (null: kept).
+def classify_rows(staging: pl.LazyFrame, *, accept_legacy_store: bool) -> pl.LazyFrame:
+    """Add canonical `n_*` columns (`n_ts_source` included) and the first row-level `reason` and
+    its `detail` (null: kept so far); duplicates are judged over the whole batch afterwards.
 
     Args:
-        staging: a staging frame (`staging.STAGING_SCHEMA`), one row per raw record.
+        staging: staging rows (`staging.STAGING_SCHEMA`), any chunk of a batch.
         accept_legacy_store: keep the legacy store value instead of quarantining it.
 
     Returns:
-        The frame sorted by `source_row` with `n_*`, `reason` and `detail` columns added.
+        The rows with `n_*`, `reason` and `detail` columns added, in their order.
     """
     reason, detail = _reason_and_detail()
-    ranked = (
-        staging.sort("source_row")
-        .with_columns(_normalized(accept_legacy_store))
+    return (
+        staging.with_columns(_normalized(accept_legacy_store))
         .with_columns(reason=reason, detail=detail)
+        .drop("accept_legacy")
     )
+
+
+def mark_duplicates(
+    rows: pl.DataFrame, seen: pl.DataFrame | None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Quarantine as `duplicate_event` each kept row that repeats, on `DUPLICATE_KEY`, a kept row
+    before it: one of an earlier chunk of the batch (`seen`) or an earlier one in `rows`.
+
+    Args:
+        rows: a chunk after `classify_rows`; its `source_row`s follow those of earlier chunks.
+        seen: the first `source_row` (`first_row`) of every key kept in the earlier chunks, as
+            this function returned it (None before the first chunk).
+
+    Returns:
+        `rows` in their order with `reason`/`detail` set on the duplicates, and `seen` with the
+        keys this chunk kept first added.
+    """
     keys = [f"n_{name}" for name in DUPLICATE_KEY]
+    if seen is None:
+        seen = rows.select(keys).clear().with_columns(first_row=pl.lit(None, pl.Int64))
     candidate = pl.col("reason").is_null()
-    first = pl.when(candidate).then(pl.col("source_row")).min().over(keys)
+    first_here = pl.when(candidate).then(pl.col("source_row")).min().over(keys)
+    first = pl.coalesce(pl.col("first_row"), first_here)
     duplicate = candidate & (pl.col("source_row") != first)
-    return ranked.with_columns(
-        reason=pl.when(duplicate).then(pl.lit("duplicate_event")).otherwise(pl.col("reason")),
-        detail=pl.when(duplicate)
-        .then(pl.format("same event as source_row {}", first))
-        .otherwise(pl.col("detail")),
-    ).drop("accept_legacy")
+    marked = (
+        rows.join(seen, on=keys, how="left", nulls_equal=True, maintain_order="left")
+        .with_columns(
+            reason=pl.when(duplicate).then(pl.lit("duplicate_event")).otherwise(pl.col("reason")),
+            detail=pl.when(duplicate)
+            .then(pl.format("same event as source_row {}", first))
+            .otherwise(pl.col("detail")),
+        )
+        .drop("first_row")
+    )
+    new_keys = marked.filter(pl.col("reason").is_null()).select(
+        *keys, first_row=pl.col("source_row").cast(pl.Int64)
+    )
+    return marked, pl.concat([seen, new_keys])

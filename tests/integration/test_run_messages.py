@@ -113,3 +113,13 @@ def test_phantom_run_with_a_mistyped_config_value_fails_at_load_naming_key_and_t
     assert "[fingerprint] kappa: expected a number, got 'half'" in result.stderr
     assert str(tmp_path / "phantom.toml") in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "data").exists()  # nothing simulated, registered or run
+
+
+def test_phantom_run_with_an_unknown_store_exits_naming_the_closest_and_simulates_nothing(
+    tmp_path: Path,
+):
+    result = _phantom(tmp_path, "run", "--store", "hotel,airlne")
+    assert result.returncode == 2
+    assert "no store 'airlne' (did you mean 'airline'? stores: hotel, airline)" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "data").exists()

@@ -16,7 +16,7 @@ from orchestration.recovery import HOST_TAG, PID_TAG
 from orchestration.runner import STAGE_TAG, Status, run_pipeline
 from phantom_assets.config import Settings
 from phantom_assets.simulate import simulate_to_incoming
-from tests.pipeline_helpers import REPO_ROOT, simulation_params
+from tests.pipeline_helpers import REPO_ROOT, TINY_CONFIG, simulation_params
 
 pytestmark = pytest.mark.integration
 
@@ -185,3 +185,55 @@ def test_sigterm_ends_a_run_waiting_for_the_pool_within_seconds(settings: Settin
     waiting.send_signal(signal.SIGTERM)
     assert waiting.wait(timeout=15) == 128 + signal.SIGTERM
     assert time.monotonic() - sent < 10
+
+
+def test_a_store_filter_runs_only_that_stores_partitions_and_what_spans_the_stores(
+    settings: Settings,
+):
+    @dg.asset(partitions_def=STORES)
+    def scores(): ...
+
+    by_mode = dg.MultiPartitionsDefinition(
+        {"store": STORES, "mode": dg.StaticPartitionsDefinition(["plain", "robust"])}
+    )
+    by_store = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="store")
+
+    @dg.asset(partitions_def=by_mode, deps=[dg.AssetDep(scores, partition_mapping=by_store)])
+    def market(): ...
+
+    @dg.asset(deps=[market])  # unpartitioned: runs whatever the filter
+    def summary(): ...
+
+    defs = dg.Definitions(assets=[scores, market, summary])
+    with dg.instance_for_test() as instance:
+        report = run_pipeline(settings, instance, stores=["hotel"], defs=defs)
+    assert sorted((o.stage, o.partition or "") for o in report.outcomes) == [
+        ("market", "plain|hotel"),
+        ("market", "robust|hotel"),
+        ("scores", "hotel"),
+        ("summary", ""),
+    ]
+    assert all(o.status == Status.OK for o in report.outcomes)
+
+
+def test_phantom_run_store_hotel_materializes_no_airline_partition(tmp_path: Path):
+    (tmp_path / "phantom.toml").write_text(TINY_CONFIG)
+    env = {
+        **os.environ,
+        "PHANTOM_DATA_DIR": str(tmp_path / "data"),
+        "DAGSTER_HOME": str(_home(tmp_path)),
+        "PHANTOM_CONFIG": str(tmp_path / "phantom.toml"),
+    }
+    command = [PHANTOM, "run", "--store", "hotel", "--select", "*transition_kernels",
+               "--workers", "1"]  # fmt: skip
+    result = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                            timeout=600)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
+        keys = ("store_warehouse", "labeled_sessions", "transition_kernels")
+        partitions = {k: instance.get_materialized_partitions(dg.AssetKey(k)) for k in keys}
+        unpartitioned = instance.get_latest_materialization_event(dg.AssetKey("sessions"))
+    assert partitions["store_warehouse"] == {"hotel"}
+    assert partitions["transition_kernels"] == {"agent|hotel", "human|hotel"}
+    assert not any("airline" in key for keys_ in partitions.values() for key in keys_)
+    assert unpartitioned is not None  # the warehouse spans the stores: it ran

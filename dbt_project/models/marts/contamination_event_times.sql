@@ -15,12 +15,12 @@ interactions as (
 
 final as (
 
-    -- Trajectory order: event_at, then batch, then position in the source file (as `sessions`).
+    -- Trajectory order (trajectory_list, as `sessions`): event_at, then batch, then source row.
     select
         store || '|' || session_id as event_times_id,
         store,
         session_id,
-        list(event_at order by event_at, batch_id, source_row) as event_times
+        {{ trajectory_list('event_at') }} as event_times
 
     from interactions
     group by store, session_id

@@ -14,7 +14,7 @@ session_labels as (
 
 session_summaries as (
 
-    -- Trajectory order: ts, then batch, then position in the source file (docs/method.md#sessions).
+    -- Trajectory order (trajectory_list): event_at, then batch, then position in the source file.
     select
         session_id,
         min(store) as store,
@@ -25,10 +25,8 @@ session_summaries as (
         count(*) filter (where record_type = 'price_log') as n_price_quotes,
         count(distinct batch_id) as n_batches,
         min(batch_id) as first_batch_id,
-        list(event_name order by event_at, batch_id, source_row)
-            filter (where record_type = 'interaction') as trajectory,
-        list(product_id order by event_at, batch_id, source_row)
-            filter (where record_type = 'interaction') as product_ids
+        {{ trajectory_list('event_name', where="record_type = 'interaction'") }} as trajectory,
+        {{ trajectory_list('product_id', where="record_type = 'interaction'") }} as product_ids
 
     from events
     group by session_id

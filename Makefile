@@ -43,9 +43,10 @@ setup: $(BIN)/.installed dbt_project/target/manifest.json $(DAGSTER_HOME)/dagste
 run: setup
 	$(BIN)/phantom run
 
-# Two worker processes (one per core); tests that share a fixture of their own run on one worker
-# (`xdist_group`); the session's built pipeline is shared by all (tests/built_pipeline.py).
-PYTEST := $(BIN)/python -m pytest -n 2 --dist loadgroup
+# Two worker processes (one per core), each test module on one of them (`loadfile`: a module's
+# fixtures are built once; xdist 3.8's `loadgroup` ignores `xdist_group` marks under pytest 9);
+# the session's built pipeline is shared by all (tests/built_pipeline.py).
+PYTEST := $(BIN)/python -m pytest -n 2 --dist loadfile
 
 ## test: the fast default suite (everything but the slow deployment tests)
 test: setup $(BIN)/.installed-dev

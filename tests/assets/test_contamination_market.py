@@ -29,9 +29,6 @@ from phantom_assets.market.prices import read_store_prices
 from tests.built_pipeline import BuiltPipeline
 from tests.pipeline_helpers import demo_definitions
 
-# Module-scoped fixtures: every test of this module runs on one xdist worker.
-pytestmark = pytest.mark.xdist_group("contamination_market")
-
 ALPHA_GRID = load_settings("demo").agents.alpha_grid
 CONTRACT_COLUMNS = ("session_id", "source", "actor", "alpha", "n_events", "f", "trajectory")
 

@@ -38,9 +38,6 @@ from phantom_assets.policies import (
 from tests.built_pipeline import BuiltPipeline
 from tests.unit.policies.wandb_files import offline_runs, read_offline_run
 
-# Module-scoped fixtures: every test of this module runs on one xdist worker.
-pytestmark = pytest.mark.xdist_group("defense")
-
 STORE = "hotel"
 EVAL_ALPHAS = (0.0, 0.5, 1.0)
 TINY_TRAINING = TRAINING_OVERRIDES  # the scale-out demo's tiny budgets: one definition

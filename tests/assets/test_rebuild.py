@@ -12,9 +12,6 @@ from orchestration.runner import run_pipeline
 from phantom_assets.assets.dagster_internals import StaleStatus, stale_status_resolver
 from tests.built_pipeline import BuiltPipeline
 
-# Module-scoped fixtures: every test of this module runs on one xdist worker.
-pytestmark = pytest.mark.xdist_group("rebuild")
-
 SELECTION = "*separability_report"
 
 

@@ -15,9 +15,6 @@ from phantom_assets.fingerprint import AUC_CI_METHOD, P_METHOD
 from phantom_assets.simulate import simulate_to_incoming
 from tests.pipeline_helpers import simulation_params, tiny_settings
 
-# Module-scoped fixtures: every test of this module runs on one xdist worker.
-pytestmark = pytest.mark.xdist_group("separability_honesty")
-
 
 def _reports(tmp_path_factory: pytest.TempPathFactory, separability: float) -> dict[str, dict]:
     settings = tiny_settings(tmp_path_factory.mktemp(f"sep{separability}") / "data")

@@ -13,7 +13,7 @@ import pytest
 from phantom_assets.audit.records import GATE_CONTRACT_KEYS
 from tests.built_pipeline import BuiltPipeline
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("main_job")]
+pytestmark = pytest.mark.e2e
 
 KERNEL = Path("lake/transition_kernels/store=hotel/actor=agent/kernel.parquet")
 

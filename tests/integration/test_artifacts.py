@@ -29,7 +29,7 @@ from tests.built_pipeline import BuiltPipeline
 if TYPE_CHECKING:
     from phantom_assets.assets.dagster_internals import BaseAssetGraph
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("artifacts")]
+pytestmark = pytest.mark.integration
 
 DATA_VERSION_TAG = "dagster/data_version"
 

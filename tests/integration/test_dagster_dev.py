@@ -30,7 +30,7 @@ from tests.pipeline_helpers import (
     skip_or_fail_without,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("dagster_dev")]
+pytestmark = pytest.mark.integration
 
 STARTUP_TIMEOUT_S = 120
 RUN_TIMEOUT_S = 180

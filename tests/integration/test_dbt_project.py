@@ -21,7 +21,7 @@ from dbt.cli.main import dbtRunner, dbtRunnerResult
 
 from phantom_assets.constants import VOCABULARY
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("dbt_project")]
+pytestmark = pytest.mark.integration
 
 DBT_PROJECT_DIR = Path(__file__).resolve().parents[2] / "dbt_project"
 RAW_EVENTS_SCHEMA: dict[str, pl.DataType] = {

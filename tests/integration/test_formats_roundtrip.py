@@ -7,9 +7,6 @@ from phantom_assets.batches import candidate_files
 from phantom_assets.schema import parse_batch
 from phantom_assets.simulate import SimulationParams, simulate_events, write_exports
 
-# Module-scoped fixtures: every test of this module runs on one xdist worker.
-pytestmark = pytest.mark.xdist_group("formats_roundtrip")
-
 # Provenance differs by construction: ids hash the batch and position; labels come from the
 # actor column in whoclickedit files and from the experiments sidecar elsewhere.
 PROVENANCE = ["event_id", "batch_id", "source_row", "label_source"]

@@ -44,7 +44,7 @@ from phantom_assets.policies import (
     train_policy,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("learning")]
+pytestmark = pytest.mark.integration
 
 SETTINGS = load_settings("demo")
 ALPHAS, KS = SETTINGS.agents.alpha_grid, SETTINGS.agents.k_grid

@@ -23,9 +23,6 @@ from phantom_assets.config import Settings
 from tests.built_pipeline import BuiltPipeline
 from tests.pipeline_helpers import demo_definitions
 
-# Module-scoped fixtures: every test of this module runs on one xdist worker.
-pytestmark = pytest.mark.xdist_group("lineage")
-
 WAREHOUSE_TABLES = {"stg_events", "sessions", "session_labels"}
 
 

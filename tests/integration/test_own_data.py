@@ -19,7 +19,8 @@ from orchestration.runner import run_pipeline
 from phantom_assets.config import Settings
 from phantom_assets.schema import parse_batch
 from phantom_assets.simulate import simulate_to_incoming
-from tests.pipeline_helpers import REPO_ROOT, TINY_CONFIG, simulation_params
+from tests.built_pipeline import BuiltPipeline
+from tests.pipeline_helpers import REPO_ROOT, simulation_params
 
 pytestmark = pytest.mark.integration
 
@@ -68,15 +69,13 @@ class Scenario:
 
 
 @pytest.fixture(scope="module")
-def scenario(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
-    """The whole story once per module (each test only reads what happened)."""
-    root = tmp_path_factory.mktemp("own_data")
-    (root / "phantom.toml").write_text(TINY_CONFIG)
-    data = root / "data"
-    env = {**os.environ, "PHANTOM_DATA_DIR": str(data), "DAGSTER_HOME": str(root / "home"),
-           "PHANTOM_CONFIG": str(root / "phantom.toml")}  # fmt: skip
-    demo_run = _phantom(env, "run", "--select", SELECT)
-    assert demo_run.returncode == 0, demo_run.stderr[-3000:]
+def scenario(built_pipeline: BuiltPipeline, tmp_path_factory: pytest.TempPathFactory) -> Scenario:
+    """The whole story once (each test only reads what happened), from a copy of the session's
+    tiny demo run."""
+    demo = built_pipeline.copy_to(tmp_path_factory.mktemp("own_data"))
+    root, data, env = demo.root, demo.data_dir, demo.env
+    demo_run = subprocess.CompletedProcess([PHANTOM, "run"], demo.returncode, demo.stdout,
+                                           demo.stderr)  # fmt: skip
     simulated = _phantom(env, "simulate", "--seed", str(FOREIGN_SEED), "--out", str(root / "xp"))
     assert simulated.returncode == 0, simulated.stderr[-2000:]
     for path in (root / "xp").iterdir():  # the user's export, dropped where the README says

@@ -23,7 +23,7 @@ import pytest
 
 from tests.pipeline_helpers import REPO_ROOT, TINY_CONFIG
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("packaging")]
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 # What `pip install .` reads. Built from a copy: an in-tree build writes build/ and *.egg-info
 # into the checkout, and a stale build/lib would put deleted modules into the wheel.

@@ -37,7 +37,7 @@ from tests.built_pipeline import BuiltPipeline
 from tests.integration.fake_hub import FakeHub
 from tests.unit.publish.builders import canonical_events, contaminated, kernels
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("publish_hub")]
+pytestmark = pytest.mark.integration
 
 TOKEN = "hf_FakeHubSecretToken0123456789abcdEF"
 REPO = "phantom-lab/storefront-sessions"

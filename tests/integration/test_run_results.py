@@ -1,10 +1,9 @@
-"""What a finished tiny `phantom run` leaves: a self-contained data root (moved after the run,
-`phantom audit` verifies the moved root, a byte flipped in a copy fails naming the file,
-`--replay` re-runs a training step there) and an end-of-run summary with each store's results,
-also as JSON."""
+"""What a finished tiny `phantom run` (the session's shared build, copied) leaves: a
+self-contained data root (moved after the run, `phantom audit` verifies the moved root, a byte
+flipped in a copy fails naming the file, `--replay` re-runs a training step there) and an
+end-of-run summary with each store's results, also as JSON."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -16,7 +15,8 @@ import pytest
 
 from orchestration.summary import collect_summary, render_summary
 from phantom_assets.config import load_settings
-from tests.pipeline_helpers import REPO_ROOT, TINY_CONFIG
+from tests.built_pipeline import BuiltPipeline
+from tests.pipeline_helpers import REPO_ROOT
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +29,6 @@ class Built:
     root: Path
     moved: Path  # the data root after the run, moved away from where it was written
     env: dict[str, str]
-    run: subprocess.CompletedProcess
 
 
 def _phantom(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
@@ -38,22 +37,13 @@ def _phantom(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    """One tiny `phantom run --json`, then its data root moved to another path."""
-    root = tmp_path_factory.mktemp("portable")
-    (root / "phantom.toml").write_text(TINY_CONFIG)
-    env = {
-        **os.environ,
-        "PHANTOM_DATA_DIR": str(root / "data"),
-        "DAGSTER_HOME": str(root / "home"),
-        "PHANTOM_CONFIG": str(root / "phantom.toml"),
-    }
-    run = _phantom(env, "run", "--json")
-    assert run.returncode == 0, run.stderr[-4000:]
-    moved = root / "moved" / "data"
+def built(built_pipeline: BuiltPipeline, tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """A copy of the session's tiny `phantom run`, its data root then moved to another path."""
+    copy = built_pipeline.copy_to(tmp_path_factory.mktemp("portable"))
+    moved = copy.root / "moved" / "data"
     moved.parent.mkdir()
-    (root / "data").rename(moved)  # nothing is left where the report was written
-    return Built(root, moved, {**env, "PHANTOM_DATA_DIR": str(moved)}, run)
+    copy.data_dir.rename(moved)  # nothing is left where the copy's reports were written
+    return Built(copy.root, moved, {**copy.env, "PHANTOM_DATA_DIR": str(moved)})
 
 
 def test_the_report_records_artifact_paths_relative_to_the_data_root(built: Built):
@@ -93,7 +83,9 @@ def test_replay_of_a_training_step_works_in_the_moved_root(built: Built):
 
 
 def test_the_json_summary_has_each_stores_headline_results_with_cis(built: Built):
-    summary = json.loads(built.run.stdout)
+    run = _phantom(built.env, "summary", "--json")  # what `phantom run --json` ends with
+    assert run.returncode == 0, run.stderr[-3000:]
+    summary = json.loads(run.stdout)
     assert len(summary["batches"]) == 5 and all(b["demo"] for b in summary["batches"])
     for store in ("hotel", "airline"):
         results = summary["stores"][store]

@@ -25,7 +25,7 @@ from orchestration.scale_out import deployment as deploy
 from phantom_assets.config import load_settings
 from tests.pipeline_helpers import REPO_ROOT, skip_or_fail_without
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.xdist_group("scale_out")]
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SLICE_KEYS = [demo.slice_partition(p) for p in demo.SLICE_POLICIES]
 

@@ -13,9 +13,6 @@ from phantom_assets.calibration import CalibrationResult, binomial_se
 from phantom_assets.calibration.benchmark import LAYOUTS, SEED_LAYOUTS, simulate, studies
 from phantom_assets.evaluation import benchmark_curves
 
-# Module-scoped fixtures: every test of this module runs on one xdist worker.
-pytestmark = pytest.mark.xdist_group("benchmark_calibration")
-
 N_REPS = 500
 INTERVALS = ("curve_t_ci", "paired_difference_t_ci", "detector_value_t_ci", "slope_cr1_t_ci")
 

@@ -10,9 +10,6 @@ import pytest
 from phantom_assets.calibration import CalibrationResult, binomial_se
 from phantom_assets.calibration.erosion import LAYOUTS, N_SEEDS, studies
 
-# Module-scoped fixtures: every test of this module runs on one xdist worker.
-pytestmark = pytest.mark.xdist_group("erosion_calibration")
-
 N_REPS = 300
 
 

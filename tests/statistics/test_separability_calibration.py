@@ -29,9 +29,6 @@ from phantom_assets.calibration.separability import (
 )
 from phantom_assets.fingerprint import experiment_permutation_test
 
-# Module-scoped fixtures: every test of this module runs on one xdist worker.
-pytestmark = pytest.mark.xdist_group("separability_calibration")
-
 N_REPS = 500
 TESTS = ("separability_p", "kernel_divergence_p")
 

@@ -23,9 +23,6 @@ from phantom_assets.evaluation import (
 )
 from tests.unit.evaluation.conftest import protocol_rows
 
-# Module-scoped fixtures: every test of this module runs on one xdist worker.
-pytestmark = pytest.mark.xdist_group("benchmark")
-
 METRICS = ("profit", "leak")
 POLICIES = {"dqn-baseline-a050": ("dqn", "baseline", 0.5),
             "dqn-robust-a050": ("dqn", "robust", 0.5),

@@ -23,9 +23,6 @@ from phantom_assets.evaluation import (
 from tests.unit.evaluation.conftest import GRID, PARTITIONS, PROTOCOL, protocol_rows
 from tests.unit.evaluation.test_contrasts import FACTORIAL, PLANTED
 
-# Module-scoped fixtures: every test of this module runs on one xdist worker.
-pytestmark = pytest.mark.xdist_group("tables")
-
 ORACLE = pl.DataFrame(
     [(a, k, 7) for a in GRID.alpha_grid for k in GRID.k_grid],
     schema=["alpha", "k", "action"], orient="row",

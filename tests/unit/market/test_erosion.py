@@ -26,9 +26,6 @@ from phantom_assets.market import (
 from phantom_assets.market.erosion import EROSION_METRICS, coi_by_class, seed_metrics
 from tests.unit.market.oracles import brute_force_totals
 
-# Module-scoped fixtures: every test of this module runs on one xdist worker.
-pytestmark = pytest.mark.xdist_group("erosion")
-
 EROSION_KS = AgentsConfig().erosion_k_grid
 
 SEEDS = tuple(range(6))

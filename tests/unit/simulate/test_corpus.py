@@ -26,9 +26,6 @@ from phantom_assets.simulate.timing import PRICE_LOG_DELAY_MS
 
 from .conftest import SMALL, session_stats
 
-# Module-scoped fixtures: every test of this module runs on one xdist worker.
-pytestmark = pytest.mark.xdist_group("corpus")
-
 IDENTICAL = SimulationParams(seed=26, humans_per_store=40, agents_per_store=40, separability=0.0,
                              stores=("hotel",))  # fmt: skip
 

@@ -24,9 +24,6 @@ from phantom_assets.simulate import (
 )
 from phantom_assets.storage import atomic_write
 
-# Module-scoped fixtures: every test of this module runs on one xdist worker.
-pytestmark = pytest.mark.xdist_group("exports")
-
 KEY = ["sessionId", "ts", "eventName"]
 
 

@@ -30,7 +30,8 @@ from tests.pipeline_helpers import (
     skip_or_fail_without,
 )
 
-pytestmark = pytest.mark.integration
+# A live `dagster dev` (and chromium): a UI deployment test, run by `make test-all` and CI.
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 STARTUP_TIMEOUT_S = 120
 RUN_TIMEOUT_S = 180

@@ -21,7 +21,8 @@ from phantom_assets.simulate import simulate_to_incoming
 from tests.integration.test_dagster_dev import _free_port, _wait_for_server
 from tests.pipeline_helpers import REPO_ROOT, simulation_params
 
-pytestmark = pytest.mark.integration
+# `make ui` with a live `dagster dev`: a UI deployment test, run by `make test-all` and CI.
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 STARTUP_TIMEOUT_S = 240  # the code location parses the dbt project; slow on a busy machine
 STOP_LIMIT_S = 10.0

@@ -282,9 +282,8 @@ def run_pipeline(
     store-scoped partitions to those stores. `defs` replaces the graph built from `settings`
     (in process only; the stage jobs it lacks are added). `check_upstream=False` skips the
     never-materialized-upstream check (publishing reads a lake that another instance may have
-    built). A failed run skips its
-    downstream tasks; the caller turns failures and skips into a non-zero exit. SIGTERM/SIGINT
-    cancel the runs in flight and raise `Interrupted`.
+    built). A failed run skips its downstream tasks; the caller turns failures and skips into a
+    non-zero exit. SIGTERM/SIGINT cancel the runs in flight and raise `Interrupted`.
 
     Raises:
         MissingUpstreamError: the selection reads an unselected asset never materialized.

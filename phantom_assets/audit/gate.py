@@ -107,7 +107,8 @@ class GateDecision:
 
     Attributes:
         candidate: The certified candidate, else the top-ranked one.
-        baseline: The best undefended response it is compared with (§12 `baseline`).
+        baseline: The best undefended response it is compared with (`baseline` in
+            docs/architecture.md#column-contracts).
         static: The static engine (the store's own pricing), a reported reference.
         certified: True iff its checks passed and its Holm-adjusted p <= (1 − confidence)/2.
         reasons: Sentences that say exactly why, with the numbers.
@@ -144,8 +145,9 @@ class GateDecision:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able dict (for `CertificationReport.gate`; non-finite numbers become None).
-        `baseline`, `mean_diff`, `ci_low`, `ci_high` are the §12 contract names of the best
-        undefended response and of the profit advantage over it."""
+        `baseline`, `mean_diff`, `ci_low`, `ci_high` are the contract names
+        (docs/architecture.md#column-contracts) of the best undefended response and of the profit
+        advantage over it."""
         profit = self.tests[0].to_dict() if self.tests[0] else {}
         comparisons = [
             {"role": role, **(test.to_dict() if test else {"n": 0}), **where}

@@ -1,4 +1,5 @@
-"""Coverage of the store-price intervals and level of the human − agent premium test (§5a).
+"""Coverage of the store-price intervals and level of the human − agent premium test
+(docs/statistics.md#calibration-studies).
 
 Each replication simulates the view quotes of one store and runs the real `fit_price_model`
 (signal `product_views`, no CV: selection is not an interval) and `observed_coi` /

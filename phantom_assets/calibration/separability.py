@@ -1,4 +1,5 @@
-"""Calibration of the separability report's test, kernel-divergence test and AUC interval (§5a).
+"""Calibration of the separability report's test, kernel-divergence test and AUC interval
+(docs/statistics.md#calibration-studies).
 
 Each replication simulates a labeled dataset of experiments (vectorized Markov chains over the
 project's 17-event vocabulary plus ``<start>``/``<end>``; the layout's class chains are drawn once

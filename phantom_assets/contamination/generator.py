@@ -194,7 +194,8 @@ def demand_proxy(frame: pl.DataFrame) -> dict[str, float]:
     """q̂_i = Σ_sessions Σ_events w(event)·1[product = i], weights `constants.DEMAND_WEIGHTS`.
 
     `<start>`/`<end>` tokens weigh 0; events without a product count for none. Unknown event names
-    raise (weights are keyed by the real event names, pitfall §10.7).
+    raise (weights are keyed by the real event names: pitfall 7 of
+    docs/method.md#pitfalls-this-method-avoids).
     """
     weights = {**DEMAND_WEIGHTS, START_TOKEN: 0.0, END_TOKEN: 0.0}
     events = (

@@ -3,9 +3,10 @@ revenue on α (docs/method.md#benchmark-curves, its
 contract in docs/architecture.md#column-contracts).
 
 The episode seed (common to every policy, cell and detector) is the unit of inference.
-`episode_seed_means` counts identical runs once (pitfall §10.6), then averages training-seed
-replicates within (policy | config_hash, design keys, episode seed), so `n` = independent episode
-seeds and neither duplicated rows nor extra training seeds can shrink an interval. Curves and
+`episode_seed_means` counts identical runs once (pitfall 6, docs/method.md), then averages
+training-seed replicates within (policy | config_hash, design keys, episode seed), so `n` =
+independent episode seeds and neither duplicated rows nor extra training seeds can shrink an
+interval. Curves and
 paired differences get Student-t intervals on those means; the regression a CR1 slope interval
 with t(G − 1) reference. Coverage is measured in `phantom_assets.calibration.benchmark`.
 Intervals are conditional on the trained policies (the training-seed effect is averaged, not
@@ -160,7 +161,7 @@ def paired_differences(
     metric, paired by episode seed, with a paired t CI.
 
     Each arm's training seeds are averaged per episode seed first; then the two arms are joined
-    one-to-one on (design cell, seed), so `n` = paired episode seeds (pitfall §10.10).
+    one-to-one on (design cell, seed), so `n` = paired episode seeds (pitfall 10, docs/method.md).
 
     Args:
         evaluations: protocol rows with a `detector` column.

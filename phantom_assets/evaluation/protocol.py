@@ -217,7 +217,7 @@ def nominal_rows(
     reset with `seeds[i]` in every cell.
 
     Raises:
-        RuntimeError: if any step ran at another (α, K) than its cell's (pitfall §10.5).
+        RuntimeError: if any step ran at another (α, K) than its cell's (pitfall 5, docs/method.md).
     """
     _check_grid(alphas, ks, seeds)
     return pl.concat([_rows(runner, a, k, d, seeds) for a in alphas for k in ks for d in detectors])

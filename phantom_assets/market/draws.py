@@ -2,12 +2,11 @@
 decoy scores (docs/method.md#detector-value).
 
 A step's randomness is drawn once (`draw_step`), independently of α, K and the action, so every
-candidate and every action sees the same shoppers (pitfall §10.4). The ablation gives each session
-the agent score f of a random session of the step's class mix *within the same engagement
-stratum* (`EngagementStrata`): f keeps its law and its relation to engagement and loses only
-what it says beyond engagement -- so a class-blind rule ("flag every low-engagement session")
-has detector value 0 by construction, and only detection counts.
-"""
+candidate and every action sees the same shoppers (pitfall 4, docs/method.md). The ablation gives
+each session the agent score f of a random session of the step's class mix *within the same
+engagement stratum* (`EngagementStrata`): f keeps its law and its relation to engagement and loses
+only what it says beyond engagement -- so a class-blind rule ("flag every low-engagement session")
+has detector value 0 by construction, and only detection counts."""
 
 from __future__ import annotations
 

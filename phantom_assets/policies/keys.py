@@ -157,7 +157,7 @@ def policy_keys(
     charged modes of `ablation_tier` × α.
 
     Tiers in `ALPHA_FREE_TIERS` ignore α, so they get one key at the first α (evaluating identical
-    policies under several keys would duplicate configurations, pitfall §10.6).
+    policies under several keys would duplicate configurations, pitfall 6, docs/method.md).
 
     Raises:
         ValueError: no α, an unknown tier, or an ablation tier that is not a trained learnable

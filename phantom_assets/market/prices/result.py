@@ -42,7 +42,8 @@ ANCHOR_SCHEMA: dict[str, Any] = {
     "n_experiments": pl.Int64,
     "pooled": pl.Boolean,
 }
-"""Columns of `anchors.parquet` (§12: product_id, anchor, n_quotes, n_sessions + CI, pooling)."""
+"""Columns of `anchors.parquet` (docs/architecture.md#column-contracts): product_id, anchor,
+n_quotes, n_sessions + CI, pooling."""
 _MARKET = MarketConfig()
 DECLARED_MARKUP = _MARKET.declared_markup
 DECLARED_QUOTE_NOISE = _MARKET.declared_quote_noise
@@ -128,7 +129,8 @@ class PriceModel:
         return dict(ENGAGEMENT_SIGNALS[self.signal])
 
     def to_json(self) -> dict[str, Any]:
-        """`price_model.json` payload (§12): NaN bounds become null."""
+        """`price_model.json` payload (docs/architecture.md#column-contracts); NaN bounds become
+        null."""
 
         def num(x: float | None) -> float | None:
             return None if x is None or not math.isfinite(x) else float(x)

@@ -29,6 +29,7 @@ from tests.pipeline_helpers import REPO_ROOT, TINY_CONFIG
 PHANTOM = str(Path(sys.executable).parent / "phantom")
 BUILD_TIMEOUT_S = 1800
 _DONE, _STDOUT, _STDERR, _RC = "built.ok", "run.stdout", "run.stderr", "run.returncode"
+SQLITE_LOGS = ("*.db-wal", "*.db-shm", "*.db-journal")  # a copy takes each database whole
 
 
 @dataclass(frozen=True)
@@ -98,9 +99,6 @@ class BuiltPipeline:
         shutil.copytree(self.root, target, copy_function=_copy_snapshot,
                         ignore=shutil.ignore_patterns(*SQLITE_LOGS))  # fmt: skip
         return BuiltPipeline(target)
-
-
-SQLITE_LOGS = ("*.db-wal", "*.db-shm", "*.db-journal")
 
 
 def _copy_snapshot(source: str, target: str) -> None:

@@ -248,6 +248,8 @@ class TrainingConfig:
         device: torch device of the SB3 tiers ("cpu" or "cuda").
         torch_threads: torch intra-op threads while training and evaluating the SB3 tiers
             (fixed, so a rerun reproduces the weights).
+        envs: markets an SB3 tier collects experience from in step (one batched network call
+            per step for all of them; `TrainingParams.envs`): 1 on the demo, 5 in the study.
         ablation_tier: the tier also trained in the two charged modes (the λ × adversary
             factorial).
         ablation_lam: λ, the leak charged in the reward of the charged modes.
@@ -258,10 +260,13 @@ class TrainingConfig:
     seeds: tuple[int, ...] = (0,)
     device: str = "cpu"
     torch_threads: int = 1
+    envs: int = 1
     ablation_tier: str = "dqn"
     ablation_lam: float = 1.0
 
     def __post_init__(self) -> None:
+        if self.envs < 1:
+            raise ValueError(f"[training] envs must be >= 1, got {self.envs!r}")
         missing = [tier for tier in GATE_REFERENCE_TIERS if tier not in self.tiers]
         if missing:
             raise ValueError(f"[training] tiers must include {missing}: the certificate compares "
@@ -400,6 +405,7 @@ _STUDY_OVERRIDES: dict[str, dict[str, Any]] = {
         "tiers": ("static", "tuned", "surge", "linear", "qtable", "ppo", "a2c", "dqn"),
         "timesteps": 60_000,
         "seeds": (0, 1, 2),
+        "envs": 5,
     },
     "evaluation": {
         "episodes": 32,

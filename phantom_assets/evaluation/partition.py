@@ -25,6 +25,7 @@ from phantom_assets.evaluation.protocol import (
 from phantom_assets.lake import EVALUATION_FILES
 from phantom_assets.market import DETECTOR_MODES
 from phantom_assets.market.response import stress_alphas
+from phantom_assets.policies import settings_identity
 from phantom_assets.storage import write_parquet_atomic
 
 if TYPE_CHECKING:
@@ -51,22 +52,26 @@ def evaluate_policies(
 ) -> PolicyEvaluation:
     """Nominal, stress and trace rows of the policies of one partition (by training seed) on the
     (α, K) grid and stress band of `agents`, each row led by `labels` and its `train_seed`; human
-    harm against `reference_action` (the best undefended response)."""
-    nominal, stress, traces = [], [], []
+    harm against `reference_action` (the best undefended response).
+
+    Training seeds whose heuristic policies are the same (`settings_identity`: static,
+    tuned-static and surge do not depend on the seed) are evaluated once and share its rows."""
     seeds, tests = cfg.selection_seeds, cfg.test_seeds
+    shared: dict[str | int, PolicyEvaluation] = {}
+    tables: list[PolicyEvaluation] = []
     for train_seed, policy in sorted(policies.items()):  # a handful of training seeds
+        identity = settings_identity(policy) or train_seed
+        if identity not in shared:
+            runner = EpisodeRunner(policy, spec, reference_action=reference_action)
+            shared[identity] = PolicyEvaluation(
+                nominal_rows(runner, agents.alpha_grid, agents.k_grid, seeds),
+                pl.concat(stress_rows(runner, a0, agents.stress_radius, spec.nominal_k, seeds,
+                                      tests) for a0 in agents.alpha_grid),
+                action_traces(runner, agents.alpha_grid, agents.k_grid, seeds),
+            )  # fmt: skip
         tag = [pl.lit(v).alias(k) for k, v in {**labels, "train_seed": train_seed}.items()]
-        runner = EpisodeRunner(policy, spec, reference_action=reference_action)
-        nominal.append(nominal_rows(runner, agents.alpha_grid, agents.k_grid, seeds)
-                       .select(*tag, pl.all()))  # fmt: skip
-        stress.extend(
-            stress_rows(runner, a0, agents.stress_radius, spec.nominal_k, seeds, tests)
-            .select(*tag, pl.all())
-            for a0 in agents.alpha_grid
-        )  # fmt: skip
-        traces.append(action_traces(runner, agents.alpha_grid, agents.k_grid, seeds)
-                      .select(*tag, pl.all()))  # fmt: skip
-    return PolicyEvaluation(pl.concat(nominal), pl.concat(stress), pl.concat(traces))
+        tables.append(PolicyEvaluation(*(t.select(*tag, pl.all()) for t in shared[identity])))
+    return PolicyEvaluation(*(pl.concat(parts) for parts in zip(*tables, strict=True)))
 
 
 def save_evaluation(folder: Path, evaluation: PolicyEvaluation) -> list[Path]:

@@ -12,16 +12,18 @@ traces all read from it, so a stress candidate that is also a grid cell costs no
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
 from phantom_assets.constants import SELECTION_SPLIT, TEST_SPLIT
-from phantom_assets.market import DETECTOR_MODES, OBS_EXTRA, MarketSpec, make_env
+from phantom_assets.market import DETECTOR_MODES, OBS_EXTRA, MarketSpec, engine_of, make_env
 from phantom_assets.market.response import stress_alphas
+from phantom_assets.policies import BatchPolicy
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -76,8 +78,12 @@ _AT = {name: i for i, name in enumerate(STEP_FIELDS)}
 class EpisodeRunner:
     """Episodes of one policy on the nominal market, each (α, K, detector, seed) run once.
 
-    The policy is reset before every episode, so an episode does not depend on which ran before
-    and a cached one equals a rerun.
+    The episodes of one (α, K, detector) run in lockstep, one env per seed, when the policy is
+    stateless and acts on a batch (`base.BatchPolicy`, the SB3 tiers): one batched `act_batch`
+    per step instead of one call per episode and step. Every env replays its own seed's stream,
+    so an episode is the same whether it ran alone or in a batch. A policy with per-episode
+    state is reset before each of its episodes, which run one at a time, so an episode never
+    depends on which ran before and a cached one equals a rerun.
     """
 
     def __init__(
@@ -91,30 +97,58 @@ class EpisodeRunner:
         human harm measured against `reference_action` (the best undefended response; None:
         each action against itself at δ = 0)."""
         self.policy, self.spec = policy, spec
-        self._envs: dict[str, gym.Env] = {
-            mode: make_env(spec, detector=mode, reference_action=reference_action,
-                           max_episode_steps=max_steps)
-            for mode in DETECTOR_MODES
-        }  # fmt: skip
+        engine = engine_of(spec)  # its read-only step tables, shared by every env
+        self._make = functools.partial(make_env, spec, reference_action=reference_action,
+                                       max_episode_steps=max_steps, engine=engine)  # fmt: skip
+        self._envs: dict[str, list[gym.Env]] = {mode: [] for mode in DETECTOR_MODES}
         self._observed = [2 * spec.n_products + OBS_EXTRA.index(name) for name in OBSERVED]
         self._episodes: dict[tuple[float, int, str, int], np.ndarray] = {}
 
-    def _episode(self, alpha: float, k: int, detector: str, seed: int) -> np.ndarray:
-        env, policy, observed, keys = self._envs[detector], self.policy, self._observed, _INFO_KEYS
-        obs, _ = env.reset(seed=seed, options={"alpha": alpha, "k": k})
-        policy.reset()
-        rows: list[list[float]] = []
+    def _pool(self, detector: str, size: int) -> list[gym.Env]:
+        """`size` envs of `detector` (built once, reused by every later batch)."""
+        envs = self._envs[detector]
+        envs.extend(self._make(detector=detector) for _ in range(size - len(envs)))
+        return envs[:size]
+
+    def _lockstep(
+        self,
+        alpha: float,
+        k: int,
+        detector: str,
+        seeds: Sequence[int],
+        choose: Callable[[np.ndarray], Sequence[int]],
+    ) -> list[np.ndarray]:
+        """The (steps, `STEP_FIELDS`) arrays of the episodes reset with `seeds`, stepped
+        together: `choose` maps the (episodes, obs) observations to one action per episode."""
+        envs, keys, observed = self._pool(detector, len(seeds)), _INFO_KEYS, self._observed
+        obs = np.stack([env.reset(seed=seed, options={"alpha": alpha, "k": k})[0]
+                        for env, seed in zip(envs, seeds, strict=True)])  # fmt: skip
+        rows: list[list[list[float]]] = [[] for _ in seeds]
         done = False
         while not done:  # an episode is sequential: each action sees the last step
-            action = policy.act(obs)
-            obs, reward, terminated, truncated, info = env.step(action)
-            rows.append([*map(info.__getitem__, keys), reward, *obs[observed], action])
-            done = terminated or truncated
-        steps = np.asarray(rows, dtype=np.float64)
-        if np.any(steps[:, _AT["alpha"]] != alpha) or np.any(steps[:, _AT["k"]] != k):
-            raise RuntimeError(f"a nominal episode at alpha={alpha}, k={k} ran at another "
-                               f"(alpha, k): an adversary in the evaluation env")  # fmt: skip
-        return steps
+            actions = choose(obs)
+            for i, (env, action) in enumerate(zip(envs, actions, strict=True)):
+                obs[i], reward, terminated, truncated, info = env.step(int(action))
+                rows[i].append([*map(info.__getitem__, keys), reward, *obs[i, observed], action])
+                done = terminated or truncated  # one time limit: the episodes end together
+        episodes = [np.asarray(episode, dtype=np.float64) for episode in rows]
+        for steps in episodes:
+            if np.any(steps[:, _AT["alpha"]] != alpha) or np.any(steps[:, _AT["k"]] != k):
+                raise RuntimeError(f"a nominal episode at alpha={alpha}, k={k} ran at another "
+                                   f"(alpha, k): an adversary in the evaluation env")  # fmt: skip
+        return episodes
+
+    def _rollouts(self, alpha: float, k: int, detector: str, seeds: list[int]) -> list[np.ndarray]:
+        """The episodes of `seeds`: in one lockstep batch when the policy acts on batches, else
+        one at a time after a reset of the policy."""
+        policy = self.policy
+        if isinstance(policy, BatchPolicy):
+            return self._lockstep(alpha, k, detector, seeds, policy.act_batch)
+        episodes = []
+        for seed in seeds:  # a policy with per-episode state plays one episode at a time
+            policy.reset()
+            episodes += self._lockstep(alpha, k, detector, [seed], lambda o: [policy.act(o[0])])
+        return episodes
 
     def run(self, alpha: float, k: int, detector: str, seeds: Sequence[int]) -> np.ndarray:
         """(episodes, steps, `STEP_FIELDS`) arrays of the episodes reset with `seeds`.
@@ -124,13 +158,12 @@ class EpisodeRunner:
         """
         if detector not in DETECTOR_MODES:
             raise ValueError(f"detector must be one of {DETECTOR_MODES}, got {detector!r}")
-        out = []
-        for seed in seeds:  # episodes are sequential rollouts
-            key = (float(alpha), int(k), detector, int(seed))
-            if key not in self._episodes:
-                self._episodes[key] = self._episode(*key)
-            out.append(self._episodes[key])
-        return np.stack(out)
+        cell = (float(alpha), int(k), detector)
+        missing = [int(s) for s in dict.fromkeys(seeds) if (*cell, int(s)) not in self._episodes]
+        if missing:
+            episodes = self._rollouts(*cell, missing)
+            self._episodes.update({(*cell, s): e for s, e in zip(missing, episodes, strict=True)})
+        return np.stack([self._episodes[(*cell, int(seed))] for seed in seeds])
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:

@@ -69,9 +69,11 @@ class PricingMarketEnv(gym.Env):
     `spec`; `alpha` (share of shoppers sending an agent); `k` (clean sessions per agent, default
     `spec.nominal_k`); `robust`; `lam` (default `spec.lam`); `detector` ("fitted" or the
     "permuted" ablation, nominal only); `reference_action` (the response human harm is measured
-    against, e.g. the best undefended action; default: the action itself at δ = 0).
+    against, e.g. the best undefended action; default: the action itself at δ = 0);
     `law` (an `EpisodeLaw`: each reset without α and K in its options draws them from it, as
-    training does). `reset(options={"alpha": a, "k": k})` sets α and K for one episode.
+    training does); `engine` (the spec's `engine_of`, shared by envs of one spec so that its
+    read-only step tables are built once; default: the env's own).
+    `reset(options={"alpha": a, "k": k})` sets α and K for one episode.
     """
 
     metadata = {"render_modes": []}  # noqa: RUF012 -- Gymnasium's class attribute
@@ -87,6 +89,7 @@ class PricingMarketEnv(gym.Env):
         detector: str = "fitted",
         reference_action: int | None = None,
         law: EpisodeLaw | None = None,
+        engine: Engine | None = None,
     ) -> None:
         """Build the env; see the class docstring for the arguments."""
         super().__init__()
@@ -106,7 +109,7 @@ class PricingMarketEnv(gym.Env):
         self.action_space = spaces.Discrete(self._n_actions)
         self.observation_space = spaces.Box(0.0, 1.0, shape=(2 * n + len(OBS_EXTRA),),
                                             dtype=np.float32)  # fmt: skip
-        self.engine = engine_of(spec)
+        self.engine = engine_of(spec) if engine is None else engine
         self.half_width = alpha_half_width(spec)
         human, agent = spec.banks
         self._score_means = (float(human.score.mean()), float(agent.score.mean()))
@@ -255,8 +258,9 @@ def make_env(
     reference_action: int | None = None,
     max_episode_steps: int | None = None,
     law: EpisodeLaw | None = None,
+    engine: Engine | None = None,
 ) -> gym.Env:
     """A `PricingMarketEnv` wrapped in `TimeLimit(max_episode_steps or spec.episode_steps)`."""
     env = PricingMarketEnv(spec, alpha, k, robust=robust, lam=lam, detector=detector,
-                           reference_action=reference_action, law=law)  # fmt: skip
+                           reference_action=reference_action, law=law, engine=engine)  # fmt: skip
     return TimeLimit(env, max_episode_steps=max_episode_steps or spec.episode_steps)

@@ -15,6 +15,7 @@ from phantom_assets.policies.base import (
     LEARNING_CURVE_SCHEMA,
     PLATEAU_TOLERANCE,
     PLATEAU_WINDOW,
+    BatchPolicy,
     Policy,
     TrainedPolicy,
     TrainingParams,
@@ -30,6 +31,7 @@ from phantom_assets.policies.heuristics import (
     TunedStaticPolicy,
     fit_line,
     profit_optimal_level,
+    settings_identity,
 )
 from phantom_assets.policies.keys import (
     ABLATION_MODES,
@@ -75,6 +77,7 @@ __all__ = [
     "TIERS",
     "TRAINING_MODES",
     "A2CPolicy",
+    "BatchPolicy",
     "DQNPolicy",
     "LinearPolicy",
     "PPOPolicy",
@@ -106,6 +109,7 @@ __all__ = [
     "profit_optimal_level",
     "reload_mismatches",
     "save_trained",
+    "settings_identity",
     "split_obs",
     "torch_threads",
     "train_policy",

@@ -57,6 +57,16 @@ class Policy(Protocol):
         ...
 
 
+@runtime_checkable
+class BatchPolicy(Policy, Protocol):
+    """A stateless policy that also acts on a batch of observations at once (the SB3 tiers: one
+    network call for many episodes' steps). `act_batch(obs)[i]` is `act(obs[i])`."""
+
+    def act_batch(self, obs: np.ndarray) -> np.ndarray:
+        """The (B,) action indices of the (B, obs) observations."""
+        ...
+
+
 @dataclass(frozen=True)
 class TrainingParams:
     """Budgets and hyperparameters of every tier (defaults are the demo profile's).
@@ -79,6 +89,11 @@ class TrainingParams:
             within 10,000 steps (Q-table and A2C 5,000, PPO and DQN 7,500).
         ablation_lam: λ of the charged modes (`keys.TRAINING_MODES`).
         torch_threads: torch intra-op threads during training (fixed for reproducibility).
+        envs: E, the markets an SB3 tier steps together (SB3 `n_envs`: one network call per
+            step for all E). The samples per update stay those of one market: PPO and A2C
+            collect `n_steps / E` steps per market (E must divide both), DQN makes E gradient
+            steps every `dqn_train_freq` steps of the E markets (one per `dqn_train_freq`
+            transitions). What changes with E is that a rollout's episodes run side by side.
         device: torch device of SB3 models ("cpu" by default).
         net_arch: hidden layer sizes of the SB3 networks.
         learning_rate: PPO/A2C optimiser step size.
@@ -113,6 +128,7 @@ class TrainingParams:
     budget_multipliers: dict[str, float] = field(default_factory=dict)
     ablation_lam: float = _TRAINING.ablation_lam
     torch_threads: int = _TRAINING.torch_threads
+    envs: int = _TRAINING.envs
     device: str = _TRAINING.device
     net_arch: tuple[int, ...] = (64, 64)
     learning_rate: float = 3e-4
@@ -144,10 +160,10 @@ class TrainingParams:
         """Validate budgets and ranges; raise ValueError naming the bad field."""
         object.__setattr__(self, "net_arch", tuple(int(x) for x in self.net_arch))
         object.__setattr__(self, "budget_multipliers", dict(self.budget_multipliers))
-        positive = ("timesteps", "torch_threads", "ppo_n_steps", "ppo_batch_size", "ppo_epochs",
-                    "a2c_n_steps", "dqn_buffer_size", "dqn_batch_size", "dqn_train_freq",
-                    "dqn_target_update", "log_every", "q_alpha_bins", "q_low_engagement_bins",
-                    "linear_warmup_episodes")  # fmt: skip
+        positive = ("timesteps", "torch_threads", "envs", "ppo_n_steps", "ppo_batch_size",
+                    "ppo_epochs", "a2c_n_steps", "dqn_buffer_size", "dqn_batch_size",
+                    "dqn_train_freq", "dqn_target_update", "log_every", "q_alpha_bins",
+                    "q_low_engagement_bins", "linear_warmup_episodes")  # fmt: skip
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"TrainingParams.{name} must be >= 1, got {getattr(self, name)}")
@@ -166,6 +182,10 @@ class TrainingParams:
         if self.learning_rate <= 0 or self.dqn_learning_rate <= 0:
             raise ValueError(f"TrainingParams learning rates must be > 0: {self.learning_rate}, "
                              f"{self.dqn_learning_rate}")  # fmt: skip
+        if self.ppo_n_steps % self.envs or self.a2c_n_steps % self.envs:
+            steps = (self.ppo_n_steps, self.a2c_n_steps)
+            raise ValueError(f"TrainingParams.envs = {self.envs} must divide ppo_n_steps and "
+                             f"a2c_n_steps {steps}")  # fmt: skip
         if min(self.budget_multipliers.values(), default=1.0) <= 0:
             raise ValueError(f"TrainingParams.budget_multipliers must be > 0, got "
                              f"{self.budget_multipliers}")  # fmt: skip
@@ -176,10 +196,11 @@ class TrainingParams:
 
     @classmethod
     def from_config(cls, config: TrainingConfig, **overrides: Any) -> TrainingParams:
-        """Params from the `[training]` settings (timesteps, ablation λ, device, threads) plus
-        overrides."""
+        """Params from the `[training]` settings (timesteps, ablation λ, device, threads, envs)
+        plus overrides."""
         base = {"timesteps": config.timesteps, "ablation_lam": config.ablation_lam,
-                "device": config.device, "torch_threads": config.torch_threads}  # fmt: skip
+                "device": config.device, "torch_threads": config.torch_threads,
+                "envs": config.envs}  # fmt: skip
         return cls(**{**base, **overrides})
 
     def as_dict(self) -> dict[str, Any]:

@@ -186,6 +186,13 @@ class LinearPolicy:
         return cls(payload["grid"], int(payload["level"]), payload["demand"], payload["price"])
 
 
+def settings_identity(policy: object) -> str | None:
+    """The identity of a heuristic policy whose settings are all it is (static, tuned-static,
+    surge, linear): its repr, which holds every setting and no per-episode state. Two policies
+    with the same identity act alike on every episode; None for a learned policy."""
+    return repr(policy) if isinstance(policy, StaticPolicy | SurgePolicy | LinearPolicy) else None
+
+
 def fit_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     """Least-squares `(intercept, slope)` of y on x.
 

@@ -14,7 +14,7 @@ import functools
 import logging
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -42,6 +42,11 @@ class SB3Policy:
         """Deterministic action of the model."""
         action, _ = self.model.predict(np.asarray(obs, dtype=np.float32), deterministic=True)
         return int(action)
+
+    def act_batch(self, obs: np.ndarray) -> np.ndarray:
+        """Deterministic actions of the model on a (B, obs) batch, in one network call."""
+        actions, _ = self.model.predict(np.asarray(obs, dtype=np.float32), deterministic=True)
+        return np.asarray(actions, dtype=np.int64).reshape(-1)
 
     def reset(self) -> None:
         """Feed-forward policies keep no per-episode state."""
@@ -137,7 +142,7 @@ def _curve_callback_class() -> type:
                 episode_return = float(self._returns[env_index])
                 self.rows.append((len(self.rows), self.num_timesteps, episode_return))
                 self._returns[env_index] = 0.0
-            if self.n_calls % self.log_every == 0:
+            if self.n_calls % max(1, self.log_every // self.training_env.num_envs) == 0:
                 last = self.rows[-1][2] if self.rows else float("nan")
                 logger.info("time/total_timesteps=%d rollout/episodes=%d rollout/ep_rew_last=%.1f",
                             self.num_timesteps, len(self.rows), last)  # fmt: skip
@@ -147,20 +152,22 @@ def _curve_callback_class() -> type:
 
 
 def sb3_hyperparameters(tier: str, params: TrainingParams) -> dict[str, Any]:
-    """Constructor keyword arguments of the tier's SB3 algorithm (JSON-ready).
+    """Constructor keyword arguments of the tier's SB3 algorithm (JSON-ready) for `params.envs`
+    markets stepped together (`TrainingParams.envs`: the samples per update stay one market's).
 
     DQN's buffer, warm-up and target interval are clipped to the tier's budget so that tiny test
     budgets still learn.
     """
     common = {"gamma": params.gamma, "policy_kwargs": {"net_arch": list(params.net_arch)}}
+    envs = params.envs
     if tier == "ppo":
         n_steps = params.ppo_n_steps
-        return {**common, "learning_rate": params.learning_rate, "n_steps": n_steps,
+        return {**common, "learning_rate": params.learning_rate, "n_steps": n_steps // envs,
                 "batch_size": min(params.ppo_batch_size, n_steps), "n_epochs": params.ppo_epochs,
                 "ent_coef": params.ent_coef}  # fmt: skip
     if tier == "a2c":
-        return {**common, "learning_rate": params.learning_rate, "n_steps": params.a2c_n_steps,
-                "ent_coef": params.ent_coef}  # fmt: skip
+        return {**common, "learning_rate": params.learning_rate,
+                "n_steps": params.a2c_n_steps // envs, "ent_coef": params.ent_coef}  # fmt: skip
     if tier == "dqn":
         budget = params.tier_timesteps(tier)
         target = max(1, min(params.dqn_target_update, budget // 10))
@@ -168,22 +175,24 @@ def sb3_hyperparameters(tier: str, params: TrainingParams) -> dict[str, Any]:
                 "buffer_size": min(params.dqn_buffer_size, budget),
                 "learning_starts": min(params.dqn_learning_starts, budget // 2),
                 "batch_size": params.dqn_batch_size, "train_freq": params.dqn_train_freq,
-                "exploration_fraction": params.dqn_exploration_fraction,
+                "gradient_steps": envs, "exploration_fraction": params.dqn_exploration_fraction,
                 "target_update_interval": target}  # fmt: skip
     raise ValueError(f"unknown SB3 tier {tier!r}; choose one of {sorted(SB3_POLICIES)}")
 
 
 def train_sb3(
     tier: str,
-    env: gym.Env,
+    make_market: Callable[[], gym.Env],
     params: TrainingParams,
     seed: int,
     reward_scale: float,
     run: Any | None = None,
 ) -> tuple[SB3Policy, pl.DataFrame, dict[str, Any]]:
-    """Train `tier` on `env` for its budget (`params.tier_timesteps`) with fixed seed and threads.
+    """Train `tier` for its budget (`params.tier_timesteps`) with fixed seed and threads on
+    `params.envs` markets built by `make_market`, stepped together (SB3's `DummyVecEnv`; market
+    i is seeded `seed + i`).
 
-    The env's rewards are multiplied by `reward_scale` (the spec's) for learning; the learning
+    The markets' rewards are multiplied by `reward_scale` (the spec's) for learning; the learning
     curve is in unscaled (money) units. With a W&B `run`, SB3's metrics are logged to it every
     `params.log_every` steps while the model trains (`tracking.wandb_callback`).
 
@@ -192,15 +201,20 @@ def train_sb3(
     """
     from stable_baselines3.common.callbacks import CallbackList
     from stable_baselines3.common.logger import Logger
+    from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.utils import set_random_seed
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    def scaled() -> gym.Env:  # wrapped as SB3 wraps a single env itself (Monitor outermost)
+        return Monitor(gym.wrappers.TransformReward(make_market(), lambda r: r * reward_scale))
 
     hyper, steps = sb3_hyperparameters(tier, params), params.tier_timesteps(tier)
-    scaled = gym.wrappers.TransformReward(env, lambda r: r * reward_scale)
     with torch_threads(params.torch_threads):
         set_random_seed(seed)
         algo = _algorithm_class(SB3_POLICIES[tier].algorithm)
         kwargs = copy.deepcopy(hyper)  # SB3 adds entries to policy_kwargs in place
-        model = algo("MlpPolicy", scaled, seed=seed, device=params.device, verbose=0, **kwargs)
+        markets = DummyVecEnv([scaled] * params.envs)
+        model = algo("MlpPolicy", markets, seed=seed, device=params.device, verbose=0, **kwargs)
         # Progress goes through our callback's logging; SB3's default logger would create an
         # empty /tmp/SB3-<timestamp> folder per training run.
         model.set_logger(Logger(folder=None, output_formats=[]))
@@ -211,6 +225,6 @@ def train_sb3(
         model.learn(total_timesteps=steps, callback=CallbackList(callbacks))
     curve = pl.DataFrame(callback.rows, schema=LEARNING_CURVE_SCHEMA, orient="row")
     record = {**hyper, "algorithm": SB3_POLICIES[tier].algorithm, "device": params.device,
-              "torch_threads": params.torch_threads, "reward_scale": reward_scale,
-              "timesteps": steps}  # fmt: skip
+              "torch_threads": params.torch_threads, "envs": params.envs,
+              "reward_scale": reward_scale, "timesteps": steps}  # fmt: skip
     return SB3_POLICIES[tier](model), curve, record

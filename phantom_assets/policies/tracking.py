@@ -106,7 +106,7 @@ def _wandb_callback_class() -> type:
             self.run, self.log_every, self.reward_scale = run, log_every, reward_scale
 
         def _on_step(self) -> bool:
-            if self.n_calls % self.log_every:
+            if self.n_calls % max(1, self.log_every // self.training_env.num_envs):
                 return True
             metrics: dict[str, float] = {
                 key: float(value)

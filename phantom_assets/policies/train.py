@@ -11,6 +11,7 @@ drawn α; without one, every episode runs at the training α and the nominal K.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from pathlib import Path
 from typing import Any
@@ -125,7 +126,8 @@ def train_policy(
         table, curve = train_qtable(tracked, spec, params, seed)
         hyper = {**qtable_hyperparameters(params, spec), **market}
         return TrainedPolicy(table, hyperparameters=hyper, learning_curve=curve, **common)
-    model, curve, hyper = train_sb3(tier, env, params, seed, spec.reward_scale, run=run)
+    markets = functools.partial(training_env, spec, alpha, mode_name, params.ablation_lam, law)
+    model, curve, hyper = train_sb3(tier, markets, params, seed, spec.reward_scale, run=run)
     return TrainedPolicy(model, hyperparameters={**hyper, **market}, learning_curve=curve,
                          **common)  # fmt: skip
 

@@ -11,12 +11,14 @@ from phantom_assets.constants import SELECTION_SPLIT, TEST_SPLIT
 from phantom_assets.evaluation import (
     EPISODE_METRICS,
     ROW_KEYS,
+    evaluate_policies,
     load_evaluations,
     protocol_conformance,
     save_evaluation,
 )
 from phantom_assets.lake import EVALUATION_FILES
-from tests.unit.evaluation.conftest import GRID, PROTOCOL
+from phantom_assets.policies import StaticPolicy
+from tests.unit.evaluation.conftest import GRID, PROTOCOL, partition_labels
 
 LABELS = ["store", "policy", "tier", "mode", "train_alpha", "config_hash", "train_seed"]
 
@@ -100,3 +102,29 @@ def test_saved_evaluations_load_back_concatenated_with_the_missing_keys_named(tm
 def test_loading_without_any_evaluation_says_what_to_materialize(tmp_path):
     with pytest.raises(ValueError, match="materialize policy_evaluations"):
         load_evaluations({"static-a000": tmp_path / "static-a000"})
+
+
+@dataclasses.dataclass
+class CountedStatic(StaticPolicy):
+    """The static tier, counting the episodes it plays (not part of its settings)."""
+
+    episodes: int = dataclasses.field(default=0, repr=False, compare=False)
+
+    def reset(self) -> None:
+        self.episodes += 1
+
+
+def test_training_seeds_with_one_heuristic_policy_are_evaluated_once_and_share_its_rows(spec):
+    same = {seed: CountedStatic(spec.action_index(2, 1, 0)) for seed in (0, 1, 2)}
+    other = {seed: CountedStatic(spec.action_index(level, 1, 0))
+             for seed, level in ((0, 2), (1, 3))}  # fmt: skip
+    shared = evaluate_policies(same, spec, PROTOCOL, GRID, partition_labels("static-a000"))
+    apart = evaluate_policies(other, spec, PROTOCOL, GRID, partition_labels("static-a000"))
+    assert same[0].episodes > 0 and same[1].episodes == same[2].episodes == 0
+    assert other[0].episodes == other[1].episodes > 0  # different settings: each its own
+    for frame in shared:
+        by_seed = [part.drop("train_seed") for part in frame.partition_by("train_seed")]
+        assert len(by_seed) == 3 and all(part.equals(by_seed[0]) for part in by_seed)
+    assert conformance(spec, shared).holds
+    assert shared.nominal.filter(train_seed=0).equals(apart.nominal.filter(train_seed=0))
+    assert not shared.nominal.filter(train_seed=1).equals(apart.nominal.filter(train_seed=1))

@@ -19,8 +19,9 @@ from phantom_assets.evaluation import (
     nominal_rows,
     stress_rows,
 )
-from phantom_assets.market import make_env
+from phantom_assets.market import DETECTOR_MODES, make_env
 from phantom_assets.market.response import stress_alphas
+from phantom_assets.policies import BatchPolicy, DQNPolicy, torch_threads
 from tests.unit.evaluation.conftest import action
 
 ALPHAS, KS, SEEDS = (0.0, 0.5, 1.0), (2, 8), (40, 41, 42)
@@ -125,7 +126,7 @@ def test_an_episode_run_twice_is_taken_from_the_runner_not_rerun(spec):
 def test_a_nominal_episode_that_ran_at_another_alpha_raises(spec):
     """Regression for pitfall §10.5: an adversary inside the evaluation env."""
     runner = EpisodeRunner(action(spec, 2, 1, 0), spec)
-    runner._envs["fitted"] = make_env(spec, robust=True)  # an adversary slipped in
+    runner._envs["fitted"] = [make_env(spec, robust=True)]  # an adversary slipped in
     with pytest.raises(RuntimeError, match="adversary"):
         runner.run(0.5, 8, "fitted", [0])
 
@@ -180,3 +181,69 @@ def test_action_traces_record_every_episodes_chosen_action_and_the_observed_shar
     steps = runner.run(1.0, 8, "fitted", [10])[0]
     assert episode["shopper_alpha_hat"].to_numpy() == pytest.approx(
         steps[:, STEP_FIELDS.index("shopper_alpha_hat")])  # fmt: skip
+
+
+class OneAtATime:
+    """A policy seen without `act_batch`: the runner plays its episodes one at a time."""
+
+    def __init__(self, policy) -> None:
+        self.policy, self.tier = policy, policy.tier
+
+    def act(self, obs: np.ndarray) -> int:
+        return self.policy.act(obs)
+
+    def reset(self) -> None:
+        self.policy.reset()
+
+    def save(self, path):
+        return self.policy.save(path)
+
+
+class CountedBatches(OneAtATime):
+    """A batch policy that counts its `act_batch` calls."""
+
+    batches = 0
+
+    def act_batch(self, obs: np.ndarray) -> np.ndarray:
+        self.batches += 1
+        return self.policy.act_batch(obs)
+
+
+def untrained_dqn(spec) -> DQNPolicy:
+    """A DQN with a random network whose weights are scaled up, so that its greedy action
+    varies with the observation (the initial network's barely does)."""
+    from stable_baselines3 import DQN
+
+    model = DQN("MlpPolicy", make_env(spec), seed=2, policy_kwargs={"net_arch": [16]})
+    for weights in model.policy.q_net.parameters():
+        weights.data.mul_(30.0)
+    return DQNPolicy(model)
+
+
+def test_a_batch_policy_steps_a_cells_episodes_together_with_the_rows_of_one_at_a_time(spec):
+    network = untrained_dqn(spec)
+    batched, alone = CountedBatches(network), OneAtATime(network)
+    assert isinstance(batched, BatchPolicy) and not isinstance(alone, BatchPolicy)
+    seeds = list(range(50, 56))
+    with torch_threads(1):
+        runners = (EpisodeRunner(batched, spec), EpisodeRunner(alone, spec))
+        rows = [[runner.run(a, k, d, seeds) for a in ALPHAS for k in KS for d in DETECTOR_MODES]
+                for runner in runners]  # fmt: skip
+    cells = len(ALPHAS) * len(KS) * len(DETECTOR_MODES)
+    assert batched.batches == cells * spec.episode_steps  # one network call per step for six
+    actions = np.concatenate([cell[..., STEP_FIELDS.index("action")].ravel() for cell in rows[0]])
+    assert np.unique(actions).size > 2  # the comparison is not between constant policies
+    for lockstep, one_at_a_time in zip(*rows, strict=True):
+        np.testing.assert_array_equal(lockstep, one_at_a_time)
+
+
+def test_a_lockstep_batch_mixed_with_cached_episodes_returns_them_in_the_seeds_order(spec):
+    runner = EpisodeRunner(CountedBatches(untrained_dqn(spec)), spec)
+    with torch_threads(1):
+        first = runner.run(0.5, 2, "fitted", [41, 43])
+        mixed = runner.run(0.5, 2, "fitted", [40, 41, 42, 43])
+        alone = EpisodeRunner(OneAtATime(runner.policy.policy), spec).run(
+            0.5, 2, "fitted", [40, 41, 42, 43]
+        )
+    np.testing.assert_array_equal(mixed[[1, 3]], first)
+    np.testing.assert_array_equal(mixed, alone)

@@ -38,22 +38,33 @@ def fixed_action_profits(spec: MarketSpec) -> np.ndarray:
 UNTRAINED_SEEDS = range(5)
 
 
-def regret(spec: MarketSpec, tier: str, timesteps: int, seed: int = 0) -> float:
-    """1 − the tier's mean episode profit / the best fixed action's, after `timesteps` steps."""
+def regret(spec: MarketSpec, tier: str, timesteps: int, seed: int = 0, envs: int = 1) -> float:
+    """1 − the tier's mean episode profit / the best fixed action's, after `timesteps` steps on
+    `envs` markets stepped together."""
     params = TrainingParams(timesteps=timesteps, budget_multipliers={}, net_arch=(32,),
-                            dqn_learning_starts=min(500, timesteps))  # fmt: skip
+                            dqn_learning_starts=min(500, timesteps), envs=envs)  # fmt: skip
     policy = train_policy(tier, "baseline", spec, ALPHA, params, seed=seed).policy
     return (
         1.0 - episode_profits(policy, spec, ALPHA, SEEDS).mean() / fixed_action_profits(spec).max()
     )
 
 
-@pytest.mark.parametrize("tier", list(BUDGETS))
-def test_each_tier_learns_near_the_best_fixed_action_and_halves_its_untrained_regret(spec, tier):
+STUDY_ENVS = 5
+"""The study profile's markets stepped together (`TrainingConfig.envs`): the SB3 tiers must
+learn with them as they do with one."""
+
+
+@pytest.mark.parametrize(
+    ("tier", "envs"),
+    [(tier, 1) for tier in BUDGETS] + [(tier, STUDY_ENVS) for tier in ("ppo", "a2c", "dqn")],
+)
+def test_each_tier_learns_near_the_best_fixed_action_and_halves_its_untrained_regret(
+    spec, tier, envs
+):
     untrained = float(np.mean([regret(spec, tier, 1, seed) for seed in UNTRAINED_SEEDS]))
-    trained = regret(spec, tier, BUDGETS[tier])
+    trained = regret(spec, tier, BUDGETS[tier], envs=envs)
     assert untrained > MIN_UNTRAINED_REGRET, (tier, untrained)
-    assert trained <= min(MAX_REGRET, untrained / 2), (tier, trained, untrained)
+    assert trained <= min(MAX_REGRET, untrained / 2), (tier, envs, trained, untrained)
 
 
 def test_the_oracle_is_above_static_so_the_comparison_is_not_vacuous(spec):

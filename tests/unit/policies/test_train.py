@@ -136,17 +136,19 @@ def test_training_params_reject_bad_values_naming_the_field():
         TrainingParams(ablation_lam=-1.0)
     with pytest.raises(ValueError, match="budget_multipliers"):
         TrainingParams(budget_multipliers={"ppo": 0.0})
+    with pytest.raises(ValueError, match="envs = 4 must divide ppo_n_steps and a2c_n_steps"):
+        TrainingParams(envs=4)  # 25 A2C steps per update cannot be split over 4 markets
     assert dataclasses.replace(TrainingParams(), net_arch=[8]).net_arch == (8,)
 
 
-def test_training_params_take_budget_lambda_device_and_threads_from_the_settings():
+def test_training_params_take_budget_lambda_device_threads_and_envs_from_the_settings():
     from phantom_assets.config import TrainingConfig
 
-    config = TrainingConfig(timesteps=123, ablation_lam=0.5, device="cuda", torch_threads=2)
+    config = TrainingConfig(timesteps=123, ablation_lam=0.5, device="cuda", torch_threads=2,
+                            envs=5)  # fmt: skip
     params = TrainingParams.from_config(config, net_arch=(8,))
-    assert (params.timesteps, params.ablation_lam, params.device, params.torch_threads) == (
-        123, 0.5, "cuda", 2,
-    )  # fmt: skip
+    assert (params.timesteps, params.ablation_lam, params.device, params.torch_threads,
+            params.envs) == (123, 0.5, "cuda", 2, 5)  # fmt: skip
     assert params.as_dict()["net_arch"] == [8]
 
 
@@ -176,3 +178,21 @@ def test_the_tuned_static_tier_plays_the_given_undefended_response_and_nothing_e
     with pytest.raises(ValueError, match="not 0"):
         train_policy("tuned", None, spec, 0.5, tiny, seed=0,
                      reference_action=spec.action_index(4, 2, 1))  # fmt: skip
+
+
+@pytest.mark.parametrize(("tier", "per_update"), [("ppo", 64), ("a2c", 8), ("dqn", None)])
+def test_markets_stepped_together_keep_the_samples_per_update_and_every_episode(
+    spec, tiny, tier, per_update
+):
+    params = dataclasses.replace(tiny, envs=4, a2c_n_steps=8)
+    runs = [train_policy(tier, "baseline", spec, 0.5, params, seed=3) for _ in range(2)]
+    model, curve = runs[0].policy.model, runs[0].learning_curve
+    assert model.n_envs == 4 and runs[0].hyperparameters["envs"] == 4
+    if tier == "dqn":  # 4 gradient steps per 4 steps of the 4 markets: one per 4 transitions
+        assert (model.gradient_steps, model.train_freq.frequency) == (4, params.dqn_train_freq)
+    else:
+        assert model.n_steps * model.n_envs == per_update
+    assert curve.height == params.timesteps // spec.episode_steps  # every market's episodes
+    assert curve["timesteps"].max() == params.timesteps
+    first, second = (weights(run.policy) for run in runs)
+    assert all(np.array_equal(first[k], second[k]) for k in first)

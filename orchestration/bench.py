@@ -17,11 +17,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from phantom_assets.config import Settings
+from phantom_assets.constants import STORES
 
 FRONT_SELECTION = "*separability_report"
 _ERROR_LINES = 20  # of a failed child's stderr, in the error
@@ -141,6 +143,66 @@ def bench_front(
         "config": {"profile": settings.profile, "humans_per_store": humans,
                    "agents_per_store": agents, "seed": sim.seed},
     }  # fmt: skip
+
+
+def bench_scale_out(
+    settings: Settings,
+    config_file: Path | None,
+    policies: Sequence[str],
+    store: str,
+    workers: int,
+) -> dict[str, Any]:
+    """The Celery speed-up of a training + evaluation slice, at the settings' own budgets.
+
+    Starts the throwaway deployment of `orchestration.scale_out` (Postgres, Redis, `workers`
+    Celery workers with one slot each) in a temp dir with `settings.profile` and `config_file`,
+    builds the slice's upstream with `phantom run`, then launches the `policies` partitions of
+    `store` one at a time and all at once.
+
+    Returns:
+        `{"profile", "store", "workers", "upstream_s", "alone_s", "alone_total_s",
+        "together_s", "speedup", "workers_used"}`: `alone_s` maps each partition to the wall
+        seconds of its launch on otherwise idle workers; `speedup` is `alone_total_s` over
+        `together_s`.
+
+    Raises:
+        ValueError: a policy or the store is not in the settings' grid, or `workers` < 1.
+        MissingBinaryError: redis-server or PostgreSQL is not installed.
+        RuntimeError: a run failed (the ends of its logs in the message).
+    """
+    from orchestration.scale_out import demo
+    from orchestration.scale_out.deployment import deployment, find_binaries
+    from phantom_assets.assets.partitions import policy_grid
+
+    unknown = sorted(set(policies) - set(policy_grid(settings)))
+    if unknown:
+        raise ValueError(f"policies {unknown} are not in the {settings.profile} profile's grid; "
+                         f"choose from {list(policy_grid(settings))}")  # fmt: skip
+    if store not in STORES:
+        raise ValueError(f"store {store!r} is not one of {list(STORES)}")
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers!r}")
+    binaries = find_binaries()
+    with tempfile.TemporaryDirectory(prefix="phantom-bench-scale-out-") as scratch:
+        with deployment(Path(scratch), binaries, workers, config_file, settings.profile) as running:
+            logger.info("building the upstream (%s profile) with phantom run", settings.profile)
+            started = time.perf_counter()
+            demo.build_upstream(running, timeout=3600)
+            upstream = time.perf_counter() - started
+            logger.info("launching %d partitions of %s one at a time, then all at once on %d "
+                        "Celery workers", len(policies), store, workers)  # fmt: skip
+            measured = demo.measure_speedup(running, policies, store)
+    return {
+        "profile": settings.profile,
+        "store": store,
+        "workers": workers,
+        "upstream_s": round(upstream, 1),
+        "alone_s": {key: round(s, 1) for key, s in measured.alone.items()},
+        "alone_total_s": round(sum(measured.alone.values()), 1),
+        "together_s": round(measured.together, 1),
+        "speedup": round(measured.speedup, 2),
+        "workers_used": list(measured.workers_used),
+    }
 
 
 def _json_object(stdout: str) -> dict[str, Any]:

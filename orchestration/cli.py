@@ -14,6 +14,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from orchestration.scale_out.demo import SLICE_POLICIES
+from orchestration.scale_out.demo import STORE as SLICE_STORE
 from phantom_assets.calibration import STUDY_MODULES
 from phantom_assets.config import Settings
 from phantom_assets.constants import STORES
@@ -275,6 +277,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
         except (ValueError, RuntimeError) as error:
             logger.error("%s", error)
             return 1
+    elif args.target == "scale-out":
+        from orchestration.bench import bench_scale_out
+        from orchestration.resources import config_file_from_env, settings_from_env
+        from orchestration.scale_out.deployment import MissingBinaryError
+
+        policies = [p for p in args.policies.split(",") if p]
+        try:
+            result = bench_scale_out(settings_from_env(), config_file_from_env(), policies,
+                                     args.store, args.workers)  # fmt: skip
+        except (ValueError, RuntimeError, MissingBinaryError) as error:
+            logger.error("%s", error)
+            return 1
     elif args.target == "fingerprint":
         from phantom_assets.fingerprint.bench import bench_fingerprint
 
@@ -389,11 +403,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser(
         "bench",
-        help="performance benchmarks (one JSON object); front: '*separability_report' on --scale "
-        "x the demo's data (wall time, peak RSS); calibration: one JSON line per procedure x "
-        "layout, non-zero exit if any misses its level or coverage",
+        help="performance benchmarks (one JSON object); scale-out: a training slice on a "
+        "throwaway Celery + Postgres deployment, one partition at a time vs all at once; front: "
+        "'*separability_report' on --scale x the demo's data (wall time, peak RSS); "
+        "calibration: one JSON line per procedure x layout, non-zero exit if any misses its "
+        "level or coverage",
     )
-    bench.add_argument("target", choices=["env", "fingerprint", "calibration", "front"])
+    bench.add_argument(
+        "target", choices=["env", "fingerprint", "calibration", "front", "scale-out"]
+    )
     bench.add_argument("--seed", type=int)
     bench.add_argument("--events", type=int, default=1_000_000, help="fingerprint corpus size")
     bench.add_argument("--steps", type=int, default=5_000, help="env steps per pass")
@@ -409,7 +427,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="front: multiple of the profile's subjects per store to simulate (default 64)",
     )  # fmt: skip
     bench.add_argument(
-        "--workers", type=int, default=DEFAULT_WORKERS, help="front: `phantom run --workers`"
+        "--workers", type=int, default=DEFAULT_WORKERS,
+        help="front: `phantom run --workers`; scale-out: Celery workers (one slot each)",
+    )  # fmt: skip
+    bench.add_argument(
+        "--policies", default=",".join(SLICE_POLICIES),
+        help="scale-out: policy keys of the slice, a comma list (default: %(default)s)",
+    )  # fmt: skip
+    bench.add_argument(
+        "--store", choices=STORES, default=SLICE_STORE, help="scale-out: the slice's store"
     )
     bench.add_argument(
         "--root", help="front: an empty folder to keep the data and logs in (default: a temp one)"

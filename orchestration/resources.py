@@ -56,13 +56,17 @@ def tracking_from_env() -> ExperimentTrackingResource:
     )
 
 
+def config_file_from_env() -> Path | None:
+    """The TOML file `PHANTOM_CONFIG` names (None: the profile's own values)."""
+    value = os.environ.get("PHANTOM_CONFIG")
+    return Path(value).resolve() if value else None
+
+
 def settings_from_env() -> Settings:
     """Settings as selected by the environment (used by the CLI and the definitions)."""
     data_dir = Path(os.environ.get("PHANTOM_DATA_DIR", "data")).resolve()
     return load_settings(
-        os.environ.get("PHANTOM_PROFILE", DEFAULT_PROFILE),
-        data_dir,
-        os.environ.get("PHANTOM_CONFIG") or None,
+        os.environ.get("PHANTOM_PROFILE", DEFAULT_PROFILE), data_dir, config_file_from_env()
     )
 
 

@@ -5,7 +5,9 @@
 slot each, in a temp dir), builds the upstream assets with `phantom run`, runs four
 `trained_policies` partitions at once through the Celery executor
 (`python -m orchestration.scale_out.demo launch PARTITION...`, inside the deployment's
-environment), prints which worker ran which step, and tears everything down.
+environment), prints which worker ran which step, and tears everything down. `measure_speedup`
+times a slice at the settings' own budgets one partition at a time and all at once (`phantom bench
+scale-out`).
 `tests/integration/test_scale_out.py` runs the same functions.
 """
 
@@ -55,6 +57,7 @@ TRAINING_OVERRIDES: dict[str, object] = {
     "linear_warmup_episodes": 1,
 }
 SLICE_RUN_CONFIG: dict[str, object] = {"ops": {"trained_policies": {"config": TRAINING_OVERRIDES}}}
+CONFIGURED_BUDGETS = "--configured-budgets"  # `launch` flag: the settings' budgets, no overrides
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,25 +94,32 @@ def slice_partition(policy: str, store: str = STORE) -> str:
 
 
 def materialize_slice(
-    running: Deployment, policies: Sequence[str] = SLICE_POLICIES, timeout: float = 600.0
+    running: Deployment,
+    policies: Sequence[str] = SLICE_POLICIES,
+    timeout: float = 600.0,
+    store: str = STORE,
+    tiny_budgets: bool = True,
+    log_name: str = "launch.log",
 ) -> None:
-    """Run `SLICE_JOB` once per policy partition, all at once, through the Celery executor.
+    """Run `SLICE_JOB` once per policy partition of `store`, all at once, through the Celery
+    executor, with `TRAINING_OVERRIDES` or (`tiny_budgets=False`) the settings' own budgets.
 
     One launcher process (`python -m orchestration.scale_out.demo launch ...`) with the
     deployment's environment orchestrates the runs; their steps are Celery tasks on the workers.
     """
-    log = running.root / "launch.log"
+    log = running.root / log_name
+    flags = [] if tiny_budgets else [CONFIGURED_BUDGETS]
     with open(log, "wb") as out:  # the child keeps its own copy of the descriptor
         process = subprocess.Popen(
-            [sys.executable, "-m", "orchestration.scale_out.demo", "launch",
-             *[slice_partition(p) for p in policies]],
+            [sys.executable, "-m", "orchestration.scale_out.demo", "launch", *flags,
+             *[slice_partition(p, store) for p in policies]],
             env=child_env(running.env), cwd=REPO_ROOT, stdout=out, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
     finish([(process, log)], "slice launcher", timeout)
 
 
-def _execute_partition(partition: str) -> None:
+def _execute_partition(partition: str, run_config: dict[str, object]) -> None:
     """In a forked child of `launch`: one run of the slice job for `partition`.
 
     The run uses the Celery executor of the scale-out location (as `dagster job execute` does);
@@ -124,15 +134,16 @@ def _execute_partition(partition: str) -> None:
     tags = job.get_tags_for_partition_key(partition, selected_asset_keys=None)
     with dg.DagsterInstance.get() as instance:
         result = dg.execute_job(
-            repo.get_reconstructable_job(SLICE_JOB), instance, run_config=SLICE_RUN_CONFIG,
+            repo.get_reconstructable_job(SLICE_JOB), instance, run_config=run_config,
             tags=tags, raise_on_error=False,
         )  # fmt: skip
     print(f"{partition}: run {result.run_id} {'succeeded' if result.success else 'FAILED'}")
     sys.exit(0 if result.success else 1)
 
 
-def launch(partitions: Sequence[str]) -> int:
-    """Run the slice job for every partition at once; 0 when every run succeeded.
+def launch(partitions: Sequence[str], run_config: dict[str, object] = SLICE_RUN_CONFIG) -> int:
+    """Run the slice job for every partition at once with `run_config`; 0 when every run
+    succeeded.
 
     The definitions are imported once, then each run is orchestrated by a forked child (four CLI
     processes would import them four times on a 2-core machine). Needs the deployment's
@@ -143,7 +154,9 @@ def launch(partitions: Sequence[str]) -> int:
     import orchestration.scale_out.celery  # noqa: F401 -- imported once, before forking
 
     context = multiprocessing.get_context("fork")
-    children = [context.Process(target=_execute_partition, args=(p,)) for p in partitions]
+    children = [
+        context.Process(target=_execute_partition, args=(p, run_config)) for p in partitions
+    ]
     for child in children:
         child.start()
     for child in children:
@@ -152,6 +165,41 @@ def launch(partitions: Sequence[str]) -> int:
     if failed:
         print(f"failed partitions: {failed}", file=sys.stderr)
     return 1 if failed else 0
+
+
+@dataclasses.dataclass(frozen=True)
+class SpeedUp:
+    """Wall seconds of a slice on the deployment: each partition alone, then all at once."""
+
+    alone: dict[str, float]  # partition key -> seconds of its launch, the workers otherwise idle
+    together: float
+    workers_used: tuple[str, ...]  # the Celery workers that ran steps of the slice
+
+    @property
+    def speedup(self) -> float:
+        """One run at a time over all at once (the same launches, so the same fixed costs)."""
+        return sum(self.alone.values()) / self.together
+
+
+def measure_speedup(
+    running: Deployment, policies: Sequence[str], store: str = STORE, timeout: float = 3600.0
+) -> SpeedUp:
+    """Launch the slice of `policies` at `store` one partition at a time, then all at once, at the
+    settings' budgets; the upstream must be built (`build_upstream`)."""
+    keys = [slice_partition(p, store) for p in policies]
+    alone = {}
+    for i, (policy, key) in enumerate(zip(policies, keys, strict=True)):
+        started = time.perf_counter()
+        materialize_slice(running, [policy], timeout, store, tiny_budgets=False,
+                          log_name=f"launch-alone-{i}.log")  # fmt: skip
+        alone[key] = time.perf_counter() - started
+    started = time.perf_counter()
+    materialize_slice(running, policies, timeout, store, tiny_budgets=False,
+                      log_name="launch-together.log")  # fmt: skip
+    together = time.perf_counter() - started
+    with open_instance(running.dagster_home, running.postgres) as instance:
+        workers = {p.worker for p in step_placements(instance, keys)}
+    return SpeedUp(alone, together, tuple(sorted(workers)))
 
 
 def step_placements(instance: dg.DagsterInstance, partitions: Sequence[str]) -> list[StepPlacement]:
@@ -244,11 +292,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["launch"]:
-        return launch(args[1:])
+        configured = args[1:2] == [CONFIGURED_BUDGETS]
+        return launch(args[1 + configured :], {} if configured else SLICE_RUN_CONFIG)
     if args:
-        print(
-            "usage: python -m orchestration.scale_out.demo [launch PARTITION...]", file=sys.stderr
-        )
+        print(f"usage: python -m orchestration.scale_out.demo [launch [{CONFIGURED_BUDGETS}] "
+              "PARTITION...]", file=sys.stderr)  # fmt: skip
         return 2
     try:
         binaries = find_binaries()

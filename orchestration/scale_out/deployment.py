@@ -265,9 +265,15 @@ def redis_server(redis_bin: Path, folder: Path, timeout: float = 30.0) -> Iterat
 
 
 def deployment_env(
-    dagster_home: Path, postgres: Postgres, broker_url: str, data_dir: Path, config_file: Path
+    dagster_home: Path,
+    postgres: Postgres,
+    broker_url: str,
+    data_dir: Path,
+    config_file: Path | None,
+    profile: str,
 ) -> dict[str, str]:
-    """The variables every process of the deployment shares (instance, broker, PHANTOM settings)."""
+    """The variables every process of the deployment shares (instance, broker, PHANTOM settings;
+    no `config_file`: the profile's own values, whatever this process's PHANTOM_CONFIG says)."""
     return {
         "DAGSTER_HOME": str(dagster_home),
         "DAGSTER_POSTGRES_HOST": "127.0.0.1",
@@ -277,9 +283,9 @@ def deployment_env(
         "DAGSTER_POSTGRES_DB": PG_DB,
         "DAGSTER_CELERY_BROKER_URL": broker_url,
         "DAGSTER_CELERY_BACKEND_URL": broker_url.rsplit("/", 1)[0] + "/1",
-        "PHANTOM_PROFILE": "demo",
+        "PHANTOM_PROFILE": profile,
         "PHANTOM_DATA_DIR": str(data_dir),
-        "PHANTOM_CONFIG": str(config_file),
+        "PHANTOM_CONFIG": "" if config_file is None else str(config_file),
     }
 
 
@@ -352,9 +358,14 @@ def celery_workers(
 
 @contextlib.contextmanager
 def deployment(
-    root: Path, binaries: Binaries, workers: int = 2, config_file: Path = DEMO_CONFIG
+    root: Path,
+    binaries: Binaries,
+    workers: int = 2,
+    config_file: Path | None = DEMO_CONFIG,
+    profile: str = "demo",
 ) -> Iterator[Deployment]:
-    """Postgres, Redis, DAGSTER_HOME and `workers` Celery workers sharing `root/data`.
+    """Postgres, Redis, DAGSTER_HOME and `workers` Celery workers sharing `root/data`, with the
+    settings of `profile` and `config_file`.
 
     DAGSTER_HOME holds `orchestration/scale_out/dagster.yaml`; the schema is created once,
     before any worker connects. Everything is stopped on exit, also when starting fails half-way.
@@ -369,7 +380,7 @@ def deployment(
         broker = stack.enter_context(redis_server(binaries.redis_server, root / "redis"))
         with open_instance(home, postgres):
             pass  # creates the run/event/schedule tables once
-        env = deployment_env(home, postgres, broker, data_dir, config_file)
+        env = deployment_env(home, postgres, broker, data_dir, config_file, profile)
         started = stack.enter_context(celery_workers(env, root, count=workers))
         yield Deployment(root, postgres, broker, started, env)
 

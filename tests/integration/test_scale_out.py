@@ -175,3 +175,21 @@ def test_the_demo_keeps_every_log_of_the_deployment_before_its_temp_dir_goes(tmp
     ]  # fmt: skip
     assert all(p.read_text() == p.relative_to(tmp_path / "logs/scale-demo-1").as_posix()
                for p in kept)  # fmt: skip
+
+
+def test_speedup_measures_each_partition_alone_then_all_at_once_at_the_configured_budgets(
+    deployment: deploy.Deployment, celery_slice: SliceResult
+):
+    # Partitions the slice does not touch, at the deployment's own (tiny demo.toml) budgets.
+    policies = ["tuned-a050", "surge-a050", "qtable-baseline-a050", "ppo-baseline-a050"]
+    keys = [demo.slice_partition(p) for p in policies]
+    measured = demo.measure_speedup(deployment, policies, timeout=600)
+    assert list(measured.alone) == keys and all(s > 0 for s in measured.alone.values())
+    assert measured.speedup == pytest.approx(sum(measured.alone.values()) / measured.together)
+    assert {w.split("@")[0] for w in measured.workers_used} == {w.name for w in deployment.workers}
+    with deploy.open_instance(deployment.dagster_home, deployment.postgres) as instance:
+        runs = [r for r in instance.get_runs() if r.tags.get("dagster/partition") in keys]
+    assert len(runs) == 2 * len(keys)  # alone, then together
+    for run in runs:  # no tiny overrides: the runs used the deployment's settings as they are
+        assert run.run_config == {}, run.run_id
+    assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)

@@ -23,13 +23,16 @@ from phantom_assets.audit.gate import COMPARISON_ROLES
 from phantom_assets.config import Settings
 from phantom_assets.constants import STORES
 from phantom_assets.lake import (
+    DEMAND_MODEL_FILE,
     EROSION_FILE,
     EROSION_METRICS_FILE,
     EROSION_PLOT_FILE,
+    LEDGER_FILE,
     REPORT_FILE,
     REPORT_MD_FILE,
     SUMMARY_FILE,
 )
+from phantom_assets.market.ledger import ledger_sentences
 
 # Unreadable or half-written optional files make a section unavailable, never the summary fail.
 _READ_ERRORS = (OSError, ValueError, KeyError, TypeError, pl.exceptions.PolarsError)
@@ -86,8 +89,17 @@ def separability(settings: Settings, store: str) -> dict[str, Any] | None:
     report = _json(settings.lake.separability_dir(store) / REPORT_FILE)
     if report is None:
         return None
-    keys = ("p_value", "p_method", "auc", "auc_ci_low", "auc_ci_high", "n_human", "n_agent",
-            "kernel_divergence", "kernel_divergence_p")  # fmt: skip
+    keys = (
+        "p_value",
+        "p_method",
+        "auc",
+        "auc_ci_low",
+        "auc_ci_high",
+        "n_human",
+        "n_agent",
+        "kernel_divergence",
+        "kernel_divergence_p",
+    )
     return {k: report.get(k) for k in keys}
 
 
@@ -100,8 +112,14 @@ def _erosion_rows(folder: Path) -> pl.DataFrame | None:
         table = pl.read_parquet(folder / EROSION_METRICS_FILE)
         return table.filter(pl.col("metric").is_in(list(_CLASS_OF_METRIC))).select(
             pl.col("metric").replace_strict(_CLASS_OF_METRIC).alias("class"),
-            "alpha", "k", pl.col("mean").alias("coi"), "ci_low", "ci_high", "n", "detector",
-        )  # fmt: skip
+            "alpha",
+            "k",
+            pl.col("mean").alias("coi"),
+            "ci_low",
+            "ci_high",
+            "n",
+            "detector",
+        )
     return None
 
 
@@ -120,9 +138,16 @@ def coi_erosion(settings: Settings, store: str) -> dict[str, Any] | None:
             return {}
         alpha = part["alpha"].min() if pick == "min" else part["alpha"].max()
         part = part.filter(pl.col("alpha") == alpha).sort("k")
-        return {int(r["k"]): {"alpha": alpha, "mean": _number(r["coi"]),
-                              "ci_low": _number(r["ci_low"]), "ci_high": _number(r["ci_high"]),
-                              "n": r.get("n")} for r in part.iter_rows(named=True)}  # fmt: skip
+        return {
+            int(r["k"]): {
+                "alpha": alpha,
+                "mean": _number(r["coi"]),
+                "ci_low": _number(r["ci_low"]),
+                "ci_high": _number(r["ci_high"]),
+                "n": r.get("n"),
+            }
+            for r in part.iter_rows(named=True)
+        }
 
     human, agent = by_k("human", "min"), by_k("agent", "max")
     nominal = settings.agents.nominal_k
@@ -155,13 +180,53 @@ def observed_coi(settings: Settings, store: str) -> list[dict[str, Any]] | None:
     if cls is None or value is None:
         return [{"columns": table.columns}]
     return [
-        {"class": r[cls], "mean": _number(r[value]), "ci_low": _number(r.get("ci_low")),
-         "ci_high": _number(r.get("ci_high")), "n": r.get("n")}
+        {
+            "class": r[cls],
+            "mean": _number(r[value]),
+            "ci_low": _number(r.get("ci_low")),
+            "ci_high": _number(r.get("ci_high")),
+            "n": r.get("n"),
+        }
         for r in table.iter_rows(named=True)
-    ]  # fmt: skip
+    ]
 
 
 HARM_ROLE = COMPARISON_ROLES[2]
+
+
+def demand(settings: Settings, store: str) -> dict[str, Any] | None:
+    """The store's demand: its source (and why declared) and the humans' parameters with CIs."""
+    payload = _json(settings.lake.demand_dir(store) / DEMAND_MODEL_FILE)
+    if payload is None:
+        return None
+    human = (payload.get("classes") or {}).get("human") or {}
+    return {
+        "source": payload.get("source"),
+        "reason": payload.get("reason"),
+        "human": {
+            name: {
+                "mean": human.get(name),
+                "ci_low": human.get(f"{name}_ci_low"),
+                "ci_high": human.get(f"{name}_ci_high"),
+            }
+            for name in ("mu", "beta", "sigma", "in_market")
+        },
+    }
+
+
+def agent_ledger(settings: Settings, store: str) -> dict[str, Any] | None:
+    """The agent ledger at the nominal K: its rows and its reading in sentences."""
+    path = settings.lake.oracle_dir(store) / LEDGER_FILE
+    if not path.is_file():
+        return None
+    k = settings.agents.nominal_k
+    rows = (
+        pl.read_parquet(path)
+        .filter(pl.col("k") == k)
+        .with_columns(pl.selectors.float().fill_nan(None))
+        .to_dicts()
+    )
+    return {"k": k, "rows": rows, "reading": ledger_sentences(rows, k)}
 
 
 def certification(settings: Settings, store: str) -> dict[str, Any] | None:
@@ -175,20 +240,30 @@ def certification(settings: Settings, store: str) -> dict[str, Any] | None:
     harm = next((c for c in gate.get("comparisons") or [] if c.get("role") == HARM_ROLE), None)
     assumptions = gate.get("assumptions") or {}
     return {
-        "certified": report.get("certified"), "candidate": report.get("candidate",
-        report.get("policy")), "baseline": report.get("baseline"),
-        "reasons": list(report.get("reasons") or []), "p_value": report.get("p_value"),
-        "ci_low": report.get("ci_low"), "ci_high": report.get("ci_high"),
-        "n_pairs": report.get("n_pairs"), "method": report.get("method"),
-        "human_harm": {"mean": harm.get("mean"), "upper": harm.get("ci_high"),
-                       "bound": harm.get("threshold"), "n": harm.get("n"),
-                       "within": harm.get("ci_high") is not None
-                       and harm["ci_high"] < harm.get("threshold", float("inf"))}
-        if harm else None,
-        "false_positive_rate_at_alpha_0":
-            (gate.get("reported") or {}).get("false_positive_rate_at_alpha_0"),
+        "certified": report.get("certified"),
+        "candidate": report.get("candidate", report.get("policy")),
+        "baseline": report.get("baseline"),
+        "reasons": list(report.get("reasons") or []),
+        "p_value": report.get("p_value"),
+        "ci_low": report.get("ci_low"),
+        "ci_high": report.get("ci_high"),
+        "n_pairs": report.get("n_pairs"),
+        "method": report.get("method"),
+        "human_harm": {
+            "mean": harm.get("mean"),
+            "upper": harm.get("ci_high"),
+            "bound": harm.get("threshold"),
+            "n": harm.get("n"),
+            "within": harm.get("ci_high") is not None
+            and harm["ci_high"] < harm.get("threshold", float("inf")),
+        }
+        if harm
+        else None,
+        "false_positive_rate_at_alpha_0": (gate.get("reported") or {}).get(
+            "false_positive_rate_at_alpha_0"
+        ),
         "decision_holds_on_sensitivity_grid": assumptions.get("decision_holds_on_whole_grid"),
-    }  # fmt: skip
+    }
 
 
 def report_paths(settings: Settings, store: str) -> list[str]:
@@ -204,6 +279,8 @@ def report_paths(settings: Settings, store: str) -> list[str]:
 
 
 _SECTIONS = {
+    "demand": demand,
+    "agent_ledger": agent_ledger,
     "separability": separability,
     "coi_erosion": coi_erosion,
     "observed_coi": observed_coi,
@@ -256,8 +333,10 @@ def _fmt(value: Any, digits: int = 3) -> str:
 def _ci(cell: dict[str, Any] | None, digits: int = 2) -> str:
     if not cell:
         return "-"
-    return (f"{_fmt(cell.get('mean'), digits)} [{_fmt(cell.get('ci_low'), digits)}, "
-            f"{_fmt(cell.get('ci_high'), digits)}]")  # fmt: skip
+    return (
+        f"{_fmt(cell.get('mean'), digits)} [{_fmt(cell.get('ci_low'), digits)}, "
+        f"{_fmt(cell.get('ci_high'), digits)}]"
+    )
 
 
 def _separability_lines(sep: dict[str, Any]) -> list[str]:
@@ -302,20 +381,55 @@ def _certification_lines(cert: dict[str, Any], width: int = 96) -> list[str]:
         lines.append(f"  detector FPR   {rate} of humans quoted up at α = 0")
     holds = cert.get("decision_holds_on_sensitivity_grid")
     if holds is not None:
-        lines.append(f"  assumptions    the decision {'holds' if holds else 'does NOT hold'} on "
-                     f"the whole sensitivity grid")  # fmt: skip
+        lines.append(
+            f"  assumptions    the decision {'holds' if holds else 'does NOT hold'} on "
+            f"the whole sensitivity grid"
+        )
+    return lines
+
+
+def _ledger_lines(summary: dict[str, Any], width: int = 96) -> list[str]:
+    """The demand's source and the agent ledger's reading, first in a store's block."""
+    lines = []
+    demand_ = summary.get("demand")
+    if demand_:
+        human = demand_["human"]
+        params = ", ".join(
+            f"{name} {_ci(human[name], 3)}" for name in ("mu", "beta", "sigma", "in_market")
+        )
+        source = demand_["source"] + (f" ({demand_['reason']})" if demand_.get("reason") else "")
+        lines += textwrap.wrap(
+            f"demand from {source}: humans {params}",
+            width,
+            initial_indent="  demand         ",
+            subsequent_indent=" " * 17,
+        )
+    ledger = summary.get("agent_ledger")
+    if ledger:
+        lines.append(
+            f"  agent ledger   K = {ledger['k']}, per episode (% of the best undefended "
+            f"profit at α = 0) [95% store-sample CI]:"
+        )
+        for sentence in ledger["reading"]:
+            lines += textwrap.wrap(
+                sentence, width, initial_indent="    - ", subsequent_indent="      "
+            )
     return lines
 
 
 def _store_lines(store: str, summary: dict[str, Any]) -> list[str]:
-    lines = [f"-- {store} --"]
+    lines = [f"-- {store} --", *_ledger_lines(summary)]
     sep, erosion = summary.get("separability"), summary.get("coi_erosion")
     lines += _separability_lines(sep) if sep else ["  separability   not built"]
     lines += _erosion_lines(erosion) if erosion else ["  COI erosion    not built"]
     if summary.get("observed_coi"):
-        lines.append("  observed COI   " + "; ".join(
-            f"{r['class']} {_ci(r, 4)}" if "class" in r else f"columns {r['columns']}"
-            for r in summary["observed_coi"]))  # fmt: skip
+        lines.append(
+            "  observed COI   "
+            + "; ".join(
+                f"{r['class']} {_ci(r, 4)}" if "class" in r else f"columns {r['columns']}"
+                for r in summary["observed_coi"]
+            )
+        )
     cert = summary.get("certification")
     lines += _certification_lines(cert) if cert else ["  certificate    not built"]
     for name, error in summary.get("unreadable", {}).items():

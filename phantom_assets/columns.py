@@ -74,12 +74,19 @@ COLUMN_DESCRIPTIONS: Final[dict[str, str]] = {
     "profit_se": "Standard error of the oracle's profit over the selection seeds.",
     "n_seeds": "Episode seeds behind the row.",
     "undefended_profit": "The undefended engine's profit on the same draws.",
-    "valuation_mean": "Mean valuation, × the anchor (declared; swept by the sensitivity grid).",
+    "on_edge": "The refined best action sits on the edge of the action box.",
+    "term": "The declared term moved at this grid point (`nominal`: the market's own point).",
+    "cost_share": "Marginal cost p_low, × the anchor (declared).",
+    "price_cap": "Highest quote p_high, × the anchor (declared).",
+    "agent_valuation": "What an agent's principal pays (human_marginal, human_unengaged, "
+    "agent_fit).",
+    "beta_human": "β: how much a human's valuation rises with g(s) (× the anchor).",
+    "in_market": "π: share of shoppers in the market for their product.",
     "engagement_scale": "s0 of the markup curve g(s) = 1 − exp(−s/s0).",
-    "engagement_scale_multiple": "s0 as a multiple of the market's own s0.",
     "nominal": "True at the market's own values of the declared parameters.",
     "erosion_ratio": "COI_A(K) / COI_H of the undefended engine at the nominal K.",
-    "oracle_detector_share": "Share of the α grid where the best fixed action uses δ > 0.",
+    "personalization_value": "Held-out profit of the best engagement pricing − the best uniform "
+    "price at α = 0.",
     "undefended_action": "The best undefended fixed action (level, m, δ = 0).",
     "defended_action": "The best defended fixed action (δ > 0).",
     "profit_advantage": "Held-out profit of the defended over the undefended action.",
@@ -120,5 +127,19 @@ COLUMN_DESCRIPTIONS: Final[dict[str, str]] = {
     "mean_shopper_alpha_hat": "Mean agent share of shoppers the shop estimated from its sessions.",
     "metric": "Which episode metric the row is about (profit, coi_a, leak, ...).",
     "mean": "Mean of the metric over episode seeds (training seeds averaged within a seed).",
+    # --- the store's demand and the agent ledger --------------------------------------------------
+    "engagement": "Engagement at the quote, in the store's pricing signal.",
+    "ratio": "Quoted price / the product's anchor.",
+    "p_buy": "P(buy) = π·Φ((μ + β·g(s) − r)/σ) at the estimate.",
+    "replicate": "Replicate of the store's sample (a Poisson bootstrap by experiment).",
+    "mu": "μ: relative valuation at zero engagement (× the anchor).",
+    "beta": "β: rise of the relative valuation with g(s).",
+    "sigma": "σ: spread of the relative valuation at equal engagement.",
+    "quantity": "Ledger quantity: personalization_value, agents_take, perfect_detector, "
+    "fitted_detector, fitted_share, beyond_engagement, human_harm, human_quoted_up, "
+    "human_surplus_change.",
+    "value": "The quantity's held-out mean (money per episode, or a share for the human ones).",
+    "share_of_profit": "Value / the best undefended profit at α = 0 (money quantities).",
+    "method": "How the interval was computed.",
     "n": "Independent episode seeds behind the interval.",
 }

@@ -24,9 +24,12 @@ from phantom_assets.constants import (
     GATE_REFERENCE_TIERS,
 )
 from phantom_assets.lake import Lake
+from phantom_assets.simulate.demand import DEMO_DEMAND
 
 PROFILES = ("demo", "study")
 MARKET_BANKS = ("empirical", "kernel")
+AGENT_VALUATIONS = ("human_marginal", "human_unengaged", "agent_fit")
+"""What an agent's principal will pay (`MarketConfig.agent_valuation`)."""
 TRAINING_LAWS = ("uniform", "grid")
 """How a training episode's α is drawn from its band: uniform on the interval, or uniform over the
 α grid's points inside it (`AgentsConfig.train_law`)."""
@@ -46,12 +49,18 @@ class SimulationConfig:
             sessions and buys from a fresh one.
         separability: 1.0 = the default behavioural gap between the classes; 0.0 = agents
             behave exactly like humans (the honesty setting: nothing may certify).
+        price_test_arms: the demo storefront's randomized price test, one level per experiment
+            (× its prices); [1.0]: no price test (the demand is then not identified).
+        engagement_slope: β of the demo world's valuation μ + β·g(s) + σ·ε; 0: engagement says
+            nothing about willingness to pay (`simulate.demand`).
     """
 
     seed: int = 20251130
-    humans_per_store: int = 120
-    agents_per_store: int = 40
+    humans_per_store: int = 600
+    agents_per_store: int = 60
     separability: float = 1.0
+    price_test_arms: tuple[float, ...] = DEMO_DEMAND.arms
+    engagement_slope: float = DEMO_DEMAND.beta
 
 
 @dataclass(frozen=True)
@@ -165,21 +174,31 @@ class MarketConfig:
     and α sets are `AgentsConfig`'s).
 
     The store's products, anchors, markup curve and quote noise come from its price logs
-    (`store_prices`), its shoppers from its labelled sessions. What the logs cannot identify is
-    *declared* here -- the valuation law, the marginal cost, the quote cap -- and
-    `market_sensitivity` sweeps it over the `sensitivity_*` grids. A store without usable price
-    logs gets the declared defaults (`declared_*`; its reports say so).
+    (`store_prices`), its demand from its purchase decisions (`store_demand`), its shoppers from
+    its labelled sessions. What the logs cannot identify is *declared* here -- the marginal
+    cost, the quote cap, the agents' valuation law, the demand where the store runs no price
+    test -- and `market_sensitivity` sweeps it over the `sensitivity_*` grids. A store without
+    usable price logs gets the declared defaults (`declared_*`; its reports say so).
 
     Attributes:
         bank: "empirical" (the store's real labelled sessions, out-of-fold prefix f) or "kernel"
             (chains sampled from the fitted kernels and scored by them: in-model detection).
         shoppers_per_step: shoppers arriving per step (a pricing period).
-        base_levels: the action's base price levels, × each product's anchor.
-        markup_multiples: the action's engagement markups, × the store's fitted markup m (1 = the
-            store's own pricing, the undefended engine's).
+        base_levels: the starting action grid's base price levels, × each product's anchor (the
+            compiled grid is centred on the store's best responses: docs/method.md#the-action-grid).
+        markup_multiples: the starting grid's engagement markups, × the store's fitted markup m
+            (1 = the store's own pricing, the undefended engine's).
         detector_strengths: δ; 0 = the undefended engine.
-        valuation_mean, valuation_sd: Normal valuation law of both classes, × the anchor of the
-            product a shopper wants (declared: purchases only bound it from below).
+        agent_valuation: what an agent's principal will pay: "human_marginal" (like the store's
+            humans: the valuation the shopper would have had browsing herself; declared),
+            "human_unengaged" (like a human who does not engage: μ + σ·ε) or "agent_fit" (the
+            agents' own fitted law, where the logs identify it).
+        valuation_sd: σ of the valuation where the demand is declared (revealed preference).
+        declared_in_market: π where the demand is declared and no human decision was logged.
+        store_replicates: replicates of the store's sample (a Poisson bootstrap by experiment):
+            the demand's refits, and what every episode draws its session bank and demand from.
+        min_price_variation: least SD of log(price / anchor) at equal engagement for the demand
+            to count as identified (a price test).
         cost_share: marginal cost p_low as a share of the anchor (declared).
         price_cap: highest quote p_high as a multiple of the anchor (declared).
         reference_engagement_share: s_ref, the engagement a flagged session is quoted as, × the
@@ -190,8 +209,11 @@ class MarketConfig:
             where the price logs cannot identify it (declared).
         declared_markup, declared_quote_noise, declared_products, declared_anchor_range: the
             store without price logs (anchors uniform in the range).
-        sensitivity_valuation_means: valuation means (× anchor) `market_sensitivity` sweeps.
-        sensitivity_engagement_scales: s0 values (× the declared s0) it sweeps when s0 is
+        sensitivity_cost_shares, sensitivity_price_caps: the other cost shares and caps
+            `market_sensitivity` tries (one declared term at a time).
+        sensitivity_agent_valuations: the other principals' valuation laws it tries.
+        sensitivity_in_market: the π values it tries where the demand is declared.
+        sensitivity_engagement_scales: s0 values (× the declared s0) it tries when s0 is
             declared (not identified by the price logs).
         lam: leakage charge in the reward; 0 = leakage measured, not charged.
         episode_steps: steps per episode.
@@ -203,8 +225,11 @@ class MarketConfig:
     base_levels: tuple[float, ...] = (0.7, 0.85, 1.0, 1.15, 1.3)
     markup_multiples: tuple[float, ...] = (0.0, 1.0, 2.0)
     detector_strengths: tuple[float, ...] = (0.0, 0.5, 1.0)
-    valuation_mean: float = 1.5
+    agent_valuation: str = "human_marginal"
     valuation_sd: float = 0.25
+    declared_in_market: float = 0.5
+    store_replicates: int = 200
+    min_price_variation: float = 0.03
     cost_share: float = 0.5
     price_cap: float = 2.5
     reference_engagement_share: float = 3.0
@@ -214,8 +239,11 @@ class MarketConfig:
     declared_quote_noise: float = 0.2
     declared_products: int = 10
     declared_anchor_range: tuple[float, float] = (90.0, 110.0)
-    sensitivity_valuation_means: tuple[float, ...] = (1.0, 1.25, 1.5, 2.0)
-    sensitivity_engagement_scales: tuple[float, ...] = (1.0 / 3.0, 1.0, 2.0)
+    sensitivity_cost_shares: tuple[float, ...] = (0.3, 0.7)
+    sensitivity_price_caps: tuple[float, ...] = (2.0, 3.0)
+    sensitivity_agent_valuations: tuple[str, ...] = ("human_unengaged",)
+    sensitivity_in_market: tuple[float, ...] = (0.25, 1.0)
+    sensitivity_engagement_scales: tuple[float, ...] = (1.0 / 3.0, 2.0)
     lam: float = 0.0
     episode_steps: int = 25
     chain_bank_size: int = 20_000
@@ -226,10 +254,24 @@ class MarketConfig:
         if not 0.0 <= self.cost_share < 1.0 < self.price_cap:
             raise ValueError(f"[market] need 0 <= cost_share < 1 < price_cap, got "
                              f"{self.cost_share!r}, {self.price_cap!r}")  # fmt: skip
-        if self.valuation_sd <= 0 or any(m <= 0 for m in self.sensitivity_valuation_means):
-            raise ValueError(
-                "[market] valuation_sd and the sensitivity valuation means must be > 0"
-            )
+        laws = (self.agent_valuation, *self.sensitivity_agent_valuations)
+        if any(law not in AGENT_VALUATIONS for law in laws):
+            raise ValueError(f"[market] agent_valuation and sensitivity_agent_valuations must be "
+                             f"in {AGENT_VALUATIONS}, got {laws!r}")  # fmt: skip
+        if self.valuation_sd <= 0 or not 0 < self.declared_in_market <= 1:
+            raise ValueError(f"[market] need valuation_sd > 0 and 0 < declared_in_market <= 1, "
+                             f"got {self.valuation_sd!r}, {self.declared_in_market!r}")  # fmt: skip
+        if self.store_replicates < 2 or self.min_price_variation < 0:
+            values = (self.store_replicates, self.min_price_variation)
+            raise ValueError(f"[market] need store_replicates >= 2 and min_price_variation >= 0,"
+                             f" got {values!r}")  # fmt: skip
+        costs, caps = self.sensitivity_cost_shares, self.sensitivity_price_caps
+        shares = self.sensitivity_in_market
+        if any(not 0 <= c < 1 for c in costs) or any(c <= 1 for c in caps) or any(
+            not 0 < p <= 1 for p in shares
+        ):
+            raise ValueError("[market] sensitivity cost shares must be in [0, 1), caps > 1 and "
+                             "in-market shares in (0, 1]")  # fmt: skip
 
 
 @dataclass(frozen=True)

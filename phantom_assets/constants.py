@@ -123,6 +123,10 @@ PRICED_EVENTS: Final[tuple[str, ...]] = (
     "purchase_complete",
 )
 QUOTE_EVENT: Final[str] = "view_item_page"  # the interaction whose price logs fit the price model
+# A session is quoted when it views the product, and the cart locks that price: its quoted view
+# (the market's and the demand's unit of a purchase decision) is its last QUOTE_EVENT before its
+# first CART_LOCK_EVENT.
+CART_LOCK_EVENT: Final[str] = "add_item_to_cart"
 # Candidate engagement signals a store may price on: weights over the canonical vocabulary, summed
 # over a session's interactions BEFORE the quoted view. Cross-validation picks one per store
 # (`market.prices`); the market computes engagement at the quote with the selected weights.

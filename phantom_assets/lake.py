@@ -46,9 +46,12 @@ DEMAND_FILE, ALPHA_HAT_FILE = "demand.json", "alpha_hat.json"
 
 # --- the store's own prices (from its price logs) and the premium each class was quoted ---
 ANCHORS_FILE, PRICE_MODEL_FILE = "anchors.parquet", "price_model.json"
-QUOTES_FILE, VALUATION_FILE = "quotes.parquet", "valuation_bound.json"
+QUOTES_FILE = "quotes.parquet"
 OBSERVED_COI_FILE, COI_DIFFERENCE_FILE = "observed_coi.parquet", "coi_difference.json"
 OBSERVED_COI_PLOT_FILE = "observed_coi.png"
+# --- the store's own demand (its purchase decisions at quoted prices) ---
+DEMAND_MODEL_FILE, CONVERSION_FILE = "demand.json", "conversion.parquet"
+DEMAND_REPLICATES_FILE, CONVERSION_PLOT_FILE = "replicates.parquet", "conversion.png"
 # --- the market's conclusions over its declared assumptions ---
 SENSITIVITY_FILE, SENSITIVITY_MD_FILE = "sensitivity.parquet", "sensitivity.md"
 
@@ -56,6 +59,7 @@ SENSITIVITY_FILE, SENSITIVITY_MD_FILE = "sensitivity.parquet", "sensitivity.md"
 EROSION_FILE, EROSION_PLOT_FILE = "coi_erosion.parquet", "coi_erosion.png"
 EROSION_METRICS_FILE = "erosion_metrics.parquet"
 ORACLE_FILE, REFERENCE_FILE = "oracle.parquet", "reference.json"
+LEDGER_FILE, LEDGER_PLOT_FILE = "ledger.parquet", "ledger.png"
 OBSERVATION_FILE = "observation.parquet"
 
 # --- observed COI per store (the market's `observed_coi` asset): premium per class with its CI ---
@@ -142,6 +146,9 @@ class Lake:
 
     def observed_coi_dir(self, store: str) -> Path:
         return partition_dir(self.root, "observed_coi", store=store)
+
+    def demand_dir(self, store: str) -> Path:
+        return partition_dir(self.root, "store_demand", store=store)
 
     def market_dir(self, store: str) -> Path:
         return partition_dir(self.root, "market_simulators", store=store)

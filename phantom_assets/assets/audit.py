@@ -29,8 +29,15 @@ from phantom_assets.audit import (
 )
 from phantom_assets.config import Settings
 from phantom_assets.evaluation import certificate_assumptions
-from phantom_assets.lake import REPORT_FILE, REPORT_MD_FILE, SENSITIVITY_FILE, STRESS_FILE
+from phantom_assets.lake import (
+    LEDGER_FILE,
+    REPORT_FILE,
+    REPORT_MD_FILE,
+    SENSITIVITY_FILE,
+    STRESS_FILE,
+)
 from phantom_assets.market import MarketSpec
+from phantom_assets.market.ledger import ledger_sentences
 from phantom_assets.policies import policy_key
 from phantom_assets.storage import write_bytes_atomic
 
@@ -92,10 +99,15 @@ def certification_report(
                               max_human_harm=cfg.max_human_harm, metric=STRESS_METRIC,
                               n_candidates=cfg.gate_candidates)  # fmt: skip
     sensitivity = settings.lake.sensitivity_dir(store) / SENSITIVITY_FILE
+    spec = MarketSpec.load(settings.lake.market_dir(store))
     assumptions = certificate_assumptions(
         pl.read_parquet(sensitivity) if sensitivity.exists() else None, decision.certified,
-        MarketSpec.load(settings.lake.market_dir(store)).sources,
+        spec.sources,
     )  # fmt: skip
+    ledger_path = settings.lake.oracle_dir(store) / LEDGER_FILE
+    ledger = (pl.read_parquet(ledger_path).filter(pl.col("k") == spec.nominal_k)
+              .with_columns(pl.selectors.float().fill_nan(None)).to_dicts()
+              if ledger_path.exists() else [])  # fmt: skip
     # Artifact paths relative to the data root: the report stays valid in a copied root.
     records = [
         r.relative_to(settings.data_dir)
@@ -105,6 +117,8 @@ def certification_report(
         store=store, policy=decision.candidate, certified=decision.certified,
         reasons=decision.reasons, records=tuple(records),
         gate={**decision.to_dict(), "assumptions": assumptions,
+              "ledger": {"k": spec.nominal_k, "rows": ledger,
+                         "reading": ledger_sentences(ledger, spec.nominal_k)},
               "candidate_set": [p for p in grid if p not in references],
               "missing_evaluations": missing},
         config=settings.as_dict(),
@@ -165,6 +179,7 @@ def build_audit_assets(settings: Settings, grids: GridPartitions) -> list[dg.Ass
             dg.AssetDep("policy_evaluations", partition_mapping=BY_STORE),
             "benchmark_curves",
             "market_sensitivity",
+            "market_oracle",
         ],
         group_name="audit",
         kinds={"python", "json"},

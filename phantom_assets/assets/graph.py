@@ -12,6 +12,7 @@ from phantom_assets.assets.audit import build_audit_assets
 from phantom_assets.assets.contamination import build_contamination_assets
 from phantom_assets.assets.dbt import build_warehouse_assets
 from phantom_assets.assets.defense import build_defense_assets
+from phantom_assets.assets.demand import build_demand_assets
 from phantom_assets.assets.evaluation import build_evaluation_assets
 from phantom_assets.assets.fingerprint import build_fingerprint_assets
 from phantom_assets.assets.ingest import build_ingest_assets
@@ -30,6 +31,7 @@ BUILDERS = (
     build_fingerprint_assets,
     build_contamination_assets,
     build_price_assets,
+    build_demand_assets,
     build_market_assets,
     build_sensitivity_assets,
     build_defense_assets,

@@ -27,6 +27,8 @@ from phantom_assets.lake import (
     EROSION_FILE,
     EROSION_METRICS_FILE,
     EROSION_PLOT_FILE,
+    LEDGER_FILE,
+    LEDGER_PLOT_FILE,
     OBSERVATION_FILE,
     ORACLE_FILE,
     REFERENCE_FILE,
@@ -34,20 +36,28 @@ from phantom_assets.lake import (
 from phantom_assets.market import (
     MarketSpec,
     PricingMarketEnv,
+    action_box,
     alpha_half_width,
+    best_action,
     best_undefended_response,
+    centred_grid,
     chain_banks,
     compile_market_spec,
     engagement_w1,
     erosion,
+    market_oracle,
     oracle,
     plot_coi_erosion,
     prefix_auc,
     spec_markdown,
     store_session_banks,
+    stress_objective,
 )
 from phantom_assets.market import observation as observed
 from phantom_assets.market.compile import BANK_STREAM
+from phantom_assets.market.demand import read_store_demand
+from phantom_assets.market.ledger import agent_ledger, ledger_markdown
+from phantom_assets.market.plots import plot_ledger
 from phantom_assets.market.prices import read_store_prices
 from phantom_assets.storage import write_json_atomic, write_parquet_atomic
 
@@ -61,35 +71,55 @@ ENV_CHECK = "env_passes_check_env"
 CHECK_ENV_ALPHA = 0.5  # nominal α of the env that the check builds (robust mode: every code path)
 EROSION_CHECK = "coi_a_erodes_with_k"
 ORACLE_CHECK = "oracle_profit_at_least_undefended"
-ORACLE_EDGE_CHECK = "best_levels_inside_level_grid"
+ORACLE_EDGE_CHECK = "best_actions_inside_the_action_box"
 OBSERVATION_CHECK = "observed_shopper_share_tells_low_from_high_alpha"
 # The settings each asset computes with (the selection seeds are evaluation `seed`, `episodes`).
 SEED_FIELDS = ("seed", "episodes")
+ORACLE_SEED_FIELDS = (*SEED_FIELDS, "test_seed", "test_episodes")  # the ledger's held-out seeds
 MARKET_AGENT_FIELDS = ("nominal_k", "robust_k_set", "robust_alpha_candidates",
-                       "ambiguity_radius_w1")  # fmt: skip
+                       "ambiguity_radius_w1", "alpha_grid", "stress_radius")  # fmt: skip
 EROSION_AGENT_FIELDS = ("alpha_grid", "erosion_k_grid")
 ORACLE_AGENT_FIELDS = ("alpha_grid", "k_grid", "stress_radius")
 
 
 def market_simulators(context: dg.AssetExecutionContext, storage: StorageResource):
     """The store's market (`spec.npz` arrays + `spec.json` scalars): its products, anchors,
-    markup curve and quote noise from its price logs (`store_prices`), its labelled sessions as
+    markup curve and quote noise from its price logs (`store_prices`), its demand from its
+    purchase decisions (`store_demand`: what shoppers pay given their engagement, the share in
+    the market; revealed preference where the logs do not identify it), its labelled sessions as
     the shoppers with their engagement at the quote and out-of-fold prefix f (or chains sampled
-    from its kernels, `[market] bank = "kernel"`), the declared valuation law, cost and cap, the
-    action grid and the robust (α, K) ambiguity set; every term with its source. The prefix AUC
-    of the store's sessions (out of fold) and of a kernel bank (in model) is reported."""
+    from its kernels, `[market] bank = "kernel"`) and the replicates of its sample each episode
+    draws from, the declared cost, cap and agents' valuation law, the robust (α, K) ambiguity set
+    and an action grid centred on the best undefended response and the best defended action
+    (refined on the continuous action space on the selection seeds); every term with its source.
+    The prefix AUC of the store's sessions (out of fold) and of a kernel bank (in model) is
+    reported."""
     store, settings = context.partition_key, storage.settings()
     lake, anchor_seed = settings.lake, STORES.index(store)
     kernels = [load_kernel_set(lake, store, actor) for actor in ACTORS]
     full = (kernels[0].full.probs, kernels[1].full.probs)
     f_coef = tuple(load_score_calibration(lake, store).linear_coef)  # the f the store selected
     prices = read_store_prices(lake.store_prices_dir(store))
+    frames = tuple(pl.read_parquet(lake.labeled_sessions(store, actor)) for actor in ACTORS)
     sessions = store_session_banks(
-        tuple(pl.read_parquet(lake.labeled_sessions(store, actor)) for actor in ACTORS), full,
-        tuple([fold.probs for fold in k.folds] for k in kernels), f_coef, prices.signal,
+        frames, full, tuple([fold.probs for fold in k.folds] for k in kernels), f_coef,
+        prices.signal,
     )  # fmt: skip
-    spec = compile_market_spec(*full, settings.market, anchor_seed, f_coef, settings.agents,
-                               prices, sessions)  # fmt: skip
+    experiments = tuple(
+        frame.select(pl.col("experiment_id").fill_null(pl.col("session_id")))
+        .to_series().to_list() for frame in frames
+    )  # fmt: skip
+    demand = read_store_demand(lake.demand_dir(store))
+    compiled = compile_market_spec(*full, settings.market, anchor_seed, f_coef, settings.agents,
+                                   prices, sessions, demand, experiments)  # fmt: skip
+    cfg = settings.evaluation
+    stress = stress_objective(compiled, settings.agents.alpha_grid,
+                              settings.agents.stress_radius, compiled.nominal_k,
+                              cfg.selection_seeds)  # fmt: skip
+    undefended = best_action(compiled, stress, "undefended")
+    defended = best_action(compiled, stress, "defended", also=[undefended.action])
+    optima = {"undefended": undefended, "defended": defended}
+    spec = centred_grid(compiled, optima["undefended"], optima["defended"])
     sampled = chain_banks(*full, settings.market.chain_bank_size, anchor_seed + BANK_STREAM,
                           f_coef, prices.signal)  # fmt: skip
     auc = {"empirical": prefix_auc(*sessions), "kernel": prefix_auc(*sampled)}
@@ -108,8 +138,13 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
             "prefix_auc_kernel": auc["kernel"],
             "bank": spec.bank,
             "prices_source": prices.source,
+            "demand_source": demand.source,
+            "replicates": spec.replicates,
             "n_products": spec.n_products,
             "n_actions": spec.n_actions,
+            **{f"best_{family}_action": str(tuple(round(x, 4) for x in optimum.action))
+               for family, optimum in optima.items()},
+            "best_response_rounds": str({f: o.rounds for f, o in optima.items()}),
             "spec": dg.MetadataValue.md(spec_markdown(spec, half_width, w1, auc)),
         },
     )
@@ -150,45 +185,59 @@ def coi_erosion(context: dg.AssetExecutionContext, storage: StorageResource):
     )  # fmt: skip
 
 
-def market_oracle(context: dg.AssetExecutionContext, storage: StorageResource):
-    """Best fixed action per (α, K) of one store's market (`oracle.parquet`): exhaustive search
-    over the action grid with common random numbers over the selection episode seeds, its mean
-    episode profit with a Student-t 95% CI, and the undefended engine's profit on the same draws:
-    the bound every policy's regret is measured against. Also the best undefended response
-    (`reference.json`: the δ = 0 action with the best stress objective, the tuned-static tier
-    and the gate's baseline; human harm is measured against it), and how well the observed agent
-    shares track α (`observation.parquet`: error vs α per (α, K); one-step separation of
-    α ≤ 0.2 from α ≥ 0.5 with K unknown)."""
+def market_oracle_asset(context: dg.AssetExecutionContext, storage: StorageResource):
+    """Best fixed action per (α, K) of one store's market (`oracle.parquet`): refined on the
+    continuous action space with common random numbers over the selection episode seeds, its mean
+    episode profit with its SE, and the undefended engine's profit on the same draws: the bound
+    every policy's regret is measured against. The agent ledger (`ledger.parquet`, plot): per
+    (α, K) what engagement pricing is worth, what agents take, what a perfect and the fitted
+    detector win back and what that costs humans, with store-sample intervals on the held-out
+    seeds. Also the best undefended response (`reference.json`: the δ = 0 grid action with the
+    best stress objective, the tuned-static tier and the gate's baseline; human harm is measured
+    against it), and how well the observed agent shares track α (`observation.parquet`: error vs
+    α per (α, K); one-step separation of α ≤ 0.2 from α ≥ 0.5 with K unknown)."""
     store, settings = context.partition_key, storage.settings()
     cfg, agents = settings.evaluation, settings.agents
     folder = settings.lake.oracle_dir(store)
     spec = MarketSpec.load(settings.lake.market_dir(store))
-    table = oracle.market_oracle(spec, agents.alpha_grid, agents.k_grid, cfg.selection_seeds)
+    table = market_oracle(spec, agents.alpha_grid, agents.k_grid, cfg.selection_seeds)
     response = best_undefended_response(spec, agents.alpha_grid, agents.stress_radius,
-                                               spec.nominal_k, cfg.selection_seeds)  # fmt: skip
+                                        spec.nominal_k, cfg.selection_seeds)  # fmt: skip
     report = observed.observation_report(spec, agents.k_grid, cfg.selection_seeds)
-    paths = [folder / name for name in (ORACLE_FILE, REFERENCE_FILE, OBSERVATION_FILE)]
+    ledger = agent_ledger(spec, agents.alpha_grid, agents.k_grid, cfg.selection_seeds,
+                          cfg.test_seeds)  # fmt: skip
+    names = (ORACLE_FILE, REFERENCE_FILE, OBSERVATION_FILE, LEDGER_FILE)
+    paths = [folder / name for name in names]
     write_parquet_atomic(table, paths[0])
     write_json_atomic(response.to_dict(), paths[1])
     write_parquet_atomic(report.accuracy, paths[2])
+    write_parquet_atomic(ledger, paths[3])
+    figure = plot_ledger(ledger, spec.nominal_k, store)
+    plot = figure_markdown(figure, folder / LEDGER_PLOT_FILE, f"agent ledger ({store})")
     version, artifacts = artifact_version(*paths)
     yield dg.MaterializeResult(
         data_version=version,
         metadata=table_metadata(table, folder / ORACLE_FILE, **artifacts,
                                 seeds=str(list(cfg.selection_seeds)),
+                                test_seeds=str(list(cfg.test_seeds)),
                                 best_undefended=str(spec.action_values(response.action)),
                                 best_undefended_objective=response.objective,
                                 best_actions=dg.MetadataValue.md(oracle.oracle_markdown(table)),
+                                ledger=dg.MetadataValue.md(ledger_markdown(ledger,
+                                                                           spec.nominal_k)),
+                                ledger_plot=plot,
                                 observation=dg.MetadataValue.md(report.markdown())),
     )  # fmt: skip
     shortfall = float((table["undefended_profit"] - table["profit"]).max())
     yield dg.AssetCheckResult(check_name=ORACLE_CHECK, passed=shortfall <= 0.0,
                               metadata={"max_undefended_minus_oracle": shortfall})  # fmt: skip
-    edges = table.filter(pl.col("level").is_in([min(spec.base_levels), max(spec.base_levels)]))
+    edges = table.filter(pl.col("on_edge"))
     yield dg.AssetCheckResult(
         check_name=ORACLE_EDGE_CHECK, passed=edges.is_empty(),
         severity=dg.AssetCheckSeverity.WARN,
-        metadata={"cells_at_grid_edge": str(edges.select("alpha", "k", "level").rows())},
+        metadata={"cells_on_the_action_box_edge": str(
+            edges.select("alpha", "k", "level", "markup", "delta").rows()),
+            "box": str(action_box(spec))},
     )  # fmt: skip
     errors = {f"{name}_one_step_error_k_unknown": report.error(name) for name in observed.ESTIMATES}
     yield dg.AssetCheckResult(
@@ -199,7 +248,8 @@ def market_oracle(context: dg.AssetExecutionContext, storage: StorageResource):
 
 def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:
     """`market_simulators`, versioned with the market settings it compiles; `coi_erosion` and
-    `market_oracle` on it, versioned with the evaluation settings they read."""
+    `market_oracle` on it, versioned with the evaluation settings they read (the market too:
+    its action grid is centred on the best responses on the selection seeds)."""
     asset = dg.asset(
         partitions_def=store_partitions,
         deps=[
@@ -207,11 +257,13 @@ def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.As
             dg.AssetDep("labeled_sessions", partition_mapping=BY_STORE),
             "divergence_scores",
             "store_prices",
+            "store_demand",
         ],
         group_name="market",
         kinds={"python", "numpy", "gymnasium"},
         code_version=with_settings(
-            MARKET_CODE, settings.market, settings_fields(settings.agents, *MARKET_AGENT_FIELDS)
+            MARKET_CODE, settings.market, settings_fields(settings.agents, *MARKET_AGENT_FIELDS),
+            settings_fields(settings.evaluation, *SEED_FIELDS),
         ),
         check_specs=[
             dg.AssetCheckSpec(
@@ -224,15 +276,17 @@ def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.As
     )
     evaluation = settings.evaluation
     benchmarks = [
-        (coi_erosion, EROSION_AGENT_FIELDS, {"matplotlib"}, [
+        ("coi_erosion", coi_erosion, SEED_FIELDS, EROSION_AGENT_FIELDS, {"matplotlib"}, [
             dg.AssetCheckSpec(EROSION_CHECK, asset="coi_erosion", blocking=False,
                               description="COI_A at the largest K <= at the smallest (α max)."),
         ]),
-        (market_oracle, ORACLE_AGENT_FIELDS, set(), [
+        ("market_oracle", market_oracle_asset, ORACLE_SEED_FIELDS, ORACLE_AGENT_FIELDS,
+         {"matplotlib"}, [
             dg.AssetCheckSpec(ORACLE_CHECK, asset="market_oracle", blocking=True,
                               description="The oracle is not below the undefended engine."),
             dg.AssetCheckSpec(ORACLE_EDGE_CHECK, asset="market_oracle", blocking=False,
-                              description="No best action sits at a base-level grid edge."),
+                              description="No best fixed action (refined on the continuous "
+                              "action space) sits on the edge of the action box."),
             dg.AssetCheckSpec(OBSERVATION_CHECK, asset="market_oracle", blocking=False,
                               description="One step of the observed shopper α̂ tells α ≤ 0.2 "
                               "from α ≥ 0.5 with K unknown."),
@@ -240,18 +294,19 @@ def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.As
     ]  # fmt: skip
     return [asset(market_simulators)] + [
         dg.asset(
+            name=name,
             partitions_def=store_partitions,
             deps=["market_simulators"],
             group_name="market",
             kinds={"python", "parquet", *kinds},
             code_version=with_settings(
                 MARKET_CODE,
-                settings_fields(evaluation, *SEED_FIELDS),
+                settings_fields(evaluation, *seed_fields),
                 settings_fields(settings.agents, *fields),
             ),
             check_specs=checks,
         )(body)
-        for body, fields, kinds, checks in benchmarks
+        for name, body, seed_fields, fields, kinds, checks in benchmarks
     ]
 
 

@@ -26,7 +26,6 @@ from phantom_assets.lake import (
     OBSERVED_COI_PLOT_FILE,
     PRICE_MODEL_FILE,
     QUOTES_FILE,
-    VALUATION_FILE,
 )
 from phantom_assets.market.prices import (
     PriceFitParams,
@@ -37,7 +36,6 @@ from phantom_assets.market.prices import (
     price_model_markdown,
     quote_features,
     read_store_prices,
-    valuation_bound,
     write_store_prices,
 )
 from phantom_assets.storage import write_json_atomic, write_parquet_atomic
@@ -45,8 +43,8 @@ from phantom_assets.storage import write_json_atomic, write_parquet_atomic
 PRICES_CODE = code_version_of(
     "phantom_assets.assets.prices", "phantom_assets.market.prices", "phantom_assets.constants"
 )
-PRICE_FIELDS = ("engagement_scale_share", "valuation_sd", "declared_markup",
-                "declared_quote_noise", "declared_anchor_range")  # fmt: skip
+PRICE_FIELDS = ("engagement_scale_share", "declared_markup", "declared_quote_noise",
+                "declared_anchor_range")  # fmt: skip
 NO_LOG_LOST = "every_price_log_is_fitted_or_excluded_with_a_reason"
 FROM_LOGS = "prices_come_from_the_logs"
 # Every event of the store's quoted sessions, in the canonical names `quote_features` reads.
@@ -63,9 +61,9 @@ def store_prices(
     """The store's prices from its price logs: per-product anchor (the zero-engagement quote),
     the markup curve and quote noise with experiment-clustered CIs, the engagement signal it
     prices on (`anchors.parquet`, `price_model.json`); every price log with its engagement at
-    the quote and, when excluded, the reason (`quotes.parquet`); the lower bound purchases put on
-    the declared valuation law (`valuation_bound.json`). Declared defaults when the logs are too
-    few (`source = declared`, with why)."""
+    the quote and, when excluded, the reason (`quotes.parquet`: the decisions `store_demand`
+    fits are its `decision` rows). Declared defaults when the logs are too few (`source =
+    declared`, with why)."""
     store, settings = context.partition_key, storage.settings()
     with warehouse.get_connection() as conn:
         events = conn.execute(QUOTE_EVENTS_QUERY, {"store": store}).pl()
@@ -75,10 +73,7 @@ def store_prices(
     folder = settings.lake.store_prices_dir(store)
     write_store_prices(model, folder)
     write_parquet_atomic(quotes, folder / QUOTES_FILE)
-    bound = valuation_bound(quotes, model.anchors, market.valuation_sd) if model.anchors.height \
-        else None  # fmt: skip
-    write_json_atomic(bound.to_dict() if bound else {}, folder / VALUATION_FILE)
-    names = (ANCHORS_FILE, PRICE_MODEL_FILE, QUOTES_FILE, VALUATION_FILE)
+    names = (ANCHORS_FILE, PRICE_MODEL_FILE, QUOTES_FILE)
     paths = [folder / name for name in names]
     version, artifacts = artifact_version(*paths)
     n_logs = int((events["record_type"] == PRICE_LOG).sum())
@@ -88,7 +83,6 @@ def store_prices(
             model.anchors, paths[0], **artifacts, source=model.source, reason=model.reason,
             signal=model.signal, markup=model.markup, quote_noise=model.quote_noise,
             n_price_logs=n_logs, n_quotes_fitted=model.n_quotes, **model.excluded,
-            valuation_mean_lower_bound=bound.mu_min if bound else None,
             price_model=dg.MetadataValue.md(price_model_markdown(model)),
         ),
     )  # fmt: skip

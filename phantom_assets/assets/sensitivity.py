@@ -14,6 +14,7 @@ from phantom_assets.assets.metadata import (
 from phantom_assets.assets.partitions import GridPartitions, store_partitions
 from phantom_assets.assets.resources import StorageResource
 from phantom_assets.config import Settings
+from phantom_assets.constants import ACTORS
 from phantom_assets.evaluation import (
     SensitivityDesign,
     assumption_grid,
@@ -23,6 +24,7 @@ from phantom_assets.evaluation import (
 )
 from phantom_assets.lake import QUOTES_FILE, SENSITIVITY_FILE, SENSITIVITY_MD_FILE
 from phantom_assets.market import MarketSpec
+from phantom_assets.market.demand import read_store_demand
 from phantom_assets.market.prices import markup_at_scale, read_store_prices
 from phantom_assets.storage import write_bytes_atomic, write_parquet_atomic
 
@@ -33,10 +35,12 @@ SENSITIVITY_CODE = code_version_of(
     "phantom_assets.audit.gate",
     "phantom_assets.audit.pairs",
     "phantom_assets.audit.studentized",
+    "phantom_assets.audit.store_sample",
 )
 SENSITIVITY_SEED = 31
-MARKET_FIELDS = ("sensitivity_valuation_means", "sensitivity_engagement_scales",
-                 "markup_multiples")  # fmt: skip
+MARKET_FIELDS = ("sensitivity_cost_shares", "sensitivity_price_caps",
+                 "sensitivity_agent_valuations", "sensitivity_in_market",
+                 "sensitivity_engagement_scales", "markup_multiples")  # fmt: skip
 EVALUATION_FIELDS = ("seed", "episodes", "test_seed", "test_episodes", "max_human_harm")
 AGENT_FIELDS = ("alpha_grid", "stress_radius")
 
@@ -52,22 +56,23 @@ def market_sensitivity_asset(
     context: dg.AssetExecutionContext, storage: StorageResource
 ) -> dg.MaterializeResult:
     """What the declared assumptions decide (`sensitivity.parquet`, one row per grid point, and
-    `sensitivity.md`): over valuation mean × anchor and, where the price logs do not identify it,
-    s0 of the markup curve (m refitted to the store's quotes at each s0), the COI erosion ratio,
-    whether the best fixed action uses the detector, and the promotion gate on the best defended
-    vs the best undefended fixed action (profit advantage, detector value beyond engagement,
-    total human harm, FPR at α = 0, certified). A conclusion is robust only if it holds at every
-    point."""
+    `sensitivity.md`): each declared term moved alone from the market's own point -- cost share,
+    quote cap, what agents' principals pay, the demand's engagement slope at its interval's ends,
+    the in-market share and s0 where the logs do not identify them (m refitted to the store's
+    quotes at each s0) -- the COI erosion ratio, the value of engagement pricing, and the
+    promotion gate on the best defended vs the best undefended fixed action, both refined on the
+    continuous action space (profit advantage, detector value beyond engagement, total human
+    harm, FPR at α = 0, certified). A conclusion is robust only if it holds at every point."""
     store, settings = context.partition_key, storage.settings()
     spec = MarketSpec.load(settings.lake.market_dir(store))
     prices_dir = settings.lake.store_prices_dir(store)
     prices = read_store_prices(prices_dir)
     quotes = pl.read_parquet(prices_dir / QUOTES_FILE)
-    market = settings.market
-    points = assumption_grid(
-        spec, market.sensitivity_valuation_means, market.sensitivity_engagement_scales,
-        lambda s0: markup_at_scale(quotes, prices, s0), market.markup_multiples,
-    )  # fmt: skip
+    demand = read_store_demand(settings.lake.demand_dir(store))
+    human = demand.ci.get(ACTORS[0])
+    beta = None if human is None else (float(human[0, 1]), float(human[1, 1]))
+    points = assumption_grid(spec, settings.market,
+                             lambda s0: markup_at_scale(quotes, prices, s0), beta)  # fmt: skip
     table = market_sensitivity(points, sensitivity_design(settings, spec),
                                np.random.default_rng(SENSITIVITY_SEED))  # fmt: skip
     conclusions = robust_conclusions(table)
@@ -96,7 +101,7 @@ def build_sensitivity_assets(
     asset = dg.asset(
         name="market_sensitivity",
         partitions_def=store_partitions,
-        deps=["market_simulators", "store_prices"],
+        deps=["market_simulators", "store_prices", "store_demand"],
         group_name="market",
         kinds={"python", "parquet"},
         code_version=with_settings(

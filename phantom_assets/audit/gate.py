@@ -7,7 +7,9 @@
    per seed, both arms at the α chosen on the selection seeds, of (1) the profit advantage over
    the baseline and (2) the detector value, each a one-sided test of H0: mean <= 0, and (3) the
    total human harm against the best undefended response, H0: mean >= `max_human_harm` -- each
-   `studentized.mean_test`, which holds its level under skew and zero inflation from 24 seeds.
+   the larger p of `studentized.mean_test`, which holds its level under skew and zero inflation
+   from 24 seeds, and the store-sample t test (`store_sample`: every seed is a replicate of the
+   store's sample, so its interval covers the store's population value).
    The candidate's p is the largest of the three (intersection-union); candidates' p's are
    Holm-adjusted.
 3. *Decision*: certified iff every blocking check passed, at least `MIN_TEST_SEEDS` held-out
@@ -28,7 +30,8 @@ import polars as pl
 from phantom_assets.audit import selection
 from phantom_assets.audit.pairs import FITTED, StressCube, paired_stress, stress_cube
 from phantom_assets.audit.selection import HARM_METRIC, Comparisons, comparisons, finite
-from phantom_assets.audit.studentized import MIN_CALIBRATED_N, MeanTestResult, mean_test
+from phantom_assets.audit.store_sample import store_sample_test
+from phantom_assets.audit.studentized import MIN_CALIBRATED_N, MeanTestResult
 
 DEFAULT_CONFIDENCE = 0.95
 MIN_TEST_SEEDS = MIN_CALIBRATED_N
@@ -36,7 +39,8 @@ MIN_TEST_SEEDS = MIN_CALIBRATED_N
 REPORTED = ("false_positive_rate", "human_surplus_change", "human_quoted_up")
 """The candidate's held-out means reported beside the decision (fitted detector, harm's α)."""
 GATE_METHOD = (
-    "one-sided mean tests (studentized bootstrap with a skewness allowance) on held-out episode "
+    "one-sided tests (the larger p of a studentized bootstrap mean test with a skewness allowance "
+    "and a store-sample t test, each seed a replicate of the store's sample) on held-out episode "
     "seeds of the profit advantage over the best undefended response and of the detector value "
     "(fitted f - f permuted within engagement strata), each the worst case over the alpha band "
     "of the paired difference (alpha chosen on the selection seeds), and of the total human harm "
@@ -96,8 +100,10 @@ def _test_candidate(
     harms = finite(pairs.harm.test)
     test = {"rng": rng, "confidence": confidence}
     return _CandidateTest(
-        policy, pairs, mean_test(pairs.profit.test, **test), mean_test(pairs.detector.test, **test),
-        mean_test(harms, threshold=bound, alternative="less", **test) if harms.size >= 2 else None,
+        policy, pairs, store_sample_test(pairs.profit.test, **test),
+        store_sample_test(pairs.detector.test, **test),
+        store_sample_test(harms, threshold=bound, alternative="less", **test)
+        if harms.size >= 2 else None,
     )  # fmt: skip
 
 
@@ -211,9 +217,8 @@ def _reported(
     out: dict[str, Any] = {}
     if static in profit.policies and static != test.policy:
         versus = paired_stress(profit, (test.policy, FITTED), (static, FITTED))
-        out["profit_vs_static"] = {"reference": static, **versus.to_dict(),
-                                   **mean_test(versus.test, rng=rng,
-                                               confidence=confidence).to_dict()}  # fmt: skip
+        tested = store_sample_test(versus.test, rng=rng, confidence=confidence)
+        out["profit_vs_static"] = {"reference": static, **versus.to_dict(), **tested.to_dict()}
     harm_alphas = test.comparisons.harm.alphas
     for name in (n for n in REPORTED if n in stress.columns):
         cube = stress_cube(stress, name)

@@ -8,8 +8,18 @@ from phantom_assets.audit.numbers import readable
 from phantom_assets.audit.records import ArtifactRecord, CertificationReport
 
 SHORT_VERSION = 12
-HOLM_COLUMNS = ("policy", "profit_advantage", "detector_value", "score", "human_harm", "p_profit",
-                "p_detector", "p_harm", "p_value", "p_holm")  # fmt: skip
+HOLM_COLUMNS = (
+    "policy",
+    "profit_advantage",
+    "detector_value",
+    "score",
+    "human_harm",
+    "p_profit",
+    "p_detector",
+    "p_harm",
+    "p_value",
+    "p_holm",
+)
 """The candidate table's columns (`GateDecision.candidates`), failed checks after them."""
 
 
@@ -51,17 +61,33 @@ def _comparison_lines(gate: dict[str, Any]) -> list[str]:
     rows = list(gate.get("comparisons") or [])
     versus = (gate.get("reported") or {}).get("profit_vs_static")
     if versus:
-        rows.append({**versus, "role": f"profit vs the static engine {versus['reference']} "
-                                        "(reported, not decided)"})  # fmt: skip
+        rows.append(
+            {
+                **versus,
+                "role": f"profit vs the static engine {versus['reference']} "
+                "(reported, not decided)",
+            }
+        )
     if not rows:
         return []
-    return ["", "| comparison (held-out) | seeds | mean | CI | H0 | one-sided p | α0 → α |",
-            "|---|---:|---:|---|---|---:|---|",
-            *[_row(c.get("role"), c.get("n"), c.get("mean"),
-                   f"[{_number(c.get('ci_low'))}, {_number(c.get('ci_high'))}]",
-                   f"mean {'<=' if c.get('alternative') == 'greater' else '>='} "
-                   f"{_number(c.get('threshold'))}", c.get("p_value"), _compared_at(c))
-              for c in rows]]  # fmt: skip
+    return [
+        "",
+        "| comparison (held-out) | seeds | mean | CI | H0 | one-sided p | α0 → α |",
+        "|---|---:|---:|---|---|---:|---|",
+        *[
+            _row(
+                c.get("role"),
+                c.get("n"),
+                c.get("mean"),
+                f"[{_number(c.get('ci_low'))}, {_number(c.get('ci_high'))}]",
+                f"mean {'<=' if c.get('alternative') == 'greater' else '>='} "
+                f"{_number(c.get('threshold'))}",
+                c.get("p_value"),
+                _compared_at(c),
+            )
+            for c in rows
+        ],
+    ]
 
 
 def _reported_lines(gate: dict[str, Any]) -> list[str]:
@@ -82,8 +108,10 @@ def _holm_lines(gate: dict[str, Any]) -> list[str]:
     candidates = gate.get("candidates") or []
     if not candidates:
         return []
-    rows = [_row(*(c.get(k) for k in HOLM_COLUMNS), ", ".join(c.get("failed_checks") or []) or None)
-            for c in candidates]  # fmt: skip
+    rows = [
+        _row(*(c.get(k) for k in HOLM_COLUMNS), ", ".join(c.get("failed_checks") or []) or None)
+        for c in candidates
+    ]
     return [
         "",
         "Candidates (selection scores on the selection seeds, p-values held-out):",
@@ -97,10 +125,28 @@ def _holm_lines(gate: dict[str, Any]) -> list[str]:
 def _gate_lines(gate: dict[str, Any]) -> list[str]:
     if not gate:
         return ["_no gate numbers recorded_"]
-    keys = ("candidate", "baseline", "static", "metric", "n_pairs", "unit", "confidence", "level",
-            "p_value", "method", "selection_seeds", "test_seeds")  # fmt: skip
-    return ["| quantity | value |", "|---|---|", *[_row(k, gate[k]) for k in keys if k in gate],
-            *_comparison_lines(gate), *_reported_lines(gate), *_holm_lines(gate)]  # fmt: skip
+    keys = (
+        "candidate",
+        "baseline",
+        "static",
+        "metric",
+        "n_pairs",
+        "unit",
+        "confidence",
+        "level",
+        "p_value",
+        "method",
+        "selection_seeds",
+        "test_seeds",
+    )
+    return [
+        "| quantity | value |",
+        "|---|---|",
+        *[_row(k, gate[k]) for k in keys if k in gate],
+        *_comparison_lines(gate),
+        *_reported_lines(gate),
+        *_holm_lines(gate),
+    ]
 
 
 def _assumption_lines(gate: dict[str, Any]) -> list[str]:
@@ -108,9 +154,13 @@ def _assumption_lines(gate: dict[str, Any]) -> list[str]:
     if not assumptions:
         return []
     holds = assumptions.get("decision_holds_on_whole_grid")
-    lines = ["", "## Assumptions", "",
-             f"- declared (not identified by the logs): {', '.join(assumptions['declared'])}",
-             f"- the intervals cover {assumptions['interval_covers']}"]  # fmt: skip
+    lines = [
+        "",
+        "## Assumptions",
+        "",
+        f"- declared (not identified by the logs): {', '.join(assumptions['declared'])}",
+        f"- the intervals cover {assumptions['interval_covers']}",
+    ]
     if holds is None:
         return [*lines, f"- sensitivity: {assumptions.get('sensitivity')}"]
     return [
@@ -118,9 +168,48 @@ def _assumption_lines(gate: dict[str, Any]) -> list[str]:
         f"- this decision {'holds' if holds else 'does NOT hold'} on the whole sensitivity grid: "
         f"the fixed-action gate certifies at {assumptions['fixed_action_gate_certified_at']} of "
         f"{assumptions['grid_points']} points",
-        *[f"- {verdict}: {c}" for verdict, key in (("robust", "robust"), ("never", "never"),
-          ("depends on the assumptions", "depends")) for c in assumptions.get(key, [])],
-    ]  # fmt: skip
+        *[
+            f"- {verdict}: {c}"
+            for verdict, key in (
+                ("robust", "robust"),
+                ("never", "never"),
+                ("depends on the assumptions", "depends"),
+            )
+            for c in assumptions.get(key, [])
+        ],
+    ]
+
+
+def _ledger_lines(gate: dict[str, Any]) -> list[str]:
+    """The agent ledger at the nominal K: what engagement pricing is worth, what agents take and
+    what detection wins back -- the numbers the decision is read against."""
+    ledger = gate.get("ledger") or {}
+    rows = ledger.get("rows") or []
+    if not rows:
+        return []
+    lines = [
+        "",
+        f"## The agent ledger (K = {ledger['k']}; held-out seeds, store-sample 95% "
+        "intervals; % of the best undefended profit at α = 0)",
+        "",
+        *[f"- {sentence}" for sentence in ledger.get("reading") or []],
+        "",
+        "| α | quantity | value | CI | % of α = 0 profit | action |",
+        "|---:|---|---:|---|---:|---|",
+    ]
+    for r in rows:
+        share = r.get("share_of_profit")
+        lines.append(
+            _row(
+                r["alpha"],
+                r["quantity"],
+                r["value"],
+                f"[{_number(r['ci_low'])}, {_number(r['ci_high'])}]",
+                None if share is None else f"{100 * share:.1f}%",
+                r["action"],
+            )
+        )
+    return lines
 
 
 def _lineage_lines(records: tuple[ArtifactRecord, ...]) -> list[str]:
@@ -161,6 +250,8 @@ def render_markdown(report: CertificationReport) -> str:
         f"# Certification: `{report.policy}` for store `{report.store}`",
         "",
         f"**Verdict: {verdict}**",
+        "",
+        *_ledger_lines(report.gate),
         "",
         "## Reasons",
         "",

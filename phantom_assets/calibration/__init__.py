@@ -20,6 +20,8 @@ STUDY_MODULES: tuple[str, ...] = (
     "erosion",
     "prices",
     "mean_test",
+    "demand",
+    "store_sample",
 )
 """Every procedure the pipeline reports, by the module that calibrates it."""
 

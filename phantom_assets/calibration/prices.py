@@ -71,6 +71,7 @@ class PriceLayout:
         views_agent: λ of an agent session's extra item views.
         curve: "saturating" or "linear".
         score_noise: Whether the noise interval is scored (not at 28 experiments: known limit).
+        arms: A randomized price test: one level per experiment drawn from these ((1.0,): none).
     """
 
     name: str
@@ -80,6 +81,7 @@ class PriceLayout:
     views_agent: float
     curve: str = "saturating"
     score_noise: bool = True
+    arms: tuple[float, ...] = (1.0,)
 
     @property
     def null(self) -> bool:
@@ -93,6 +95,7 @@ LAYOUTS = (
     PriceLayout("linear_120h_40a", 120, 40, 3.0, 1.0, curve="linear"),
     PriceLayout("null_120h_40a", 120, 40, 2.0, 2.0),
     PriceLayout("null_20h_8a", 20, 8, 2.0, 2.0, score_noise=False),
+    PriceLayout("price_test_120h_40a", 120, 40, 3.0, 1.0, arms=(0.8, 0.9, 1.0, 1.1, 1.2)),
 )
 
 
@@ -115,10 +118,11 @@ def _draw(layout: PriceLayout, rng: np.random.Generator, n_h: int, n_a: int) -> 
     z = (NOISE[0] * rng.standard_normal(agent.size)[xp[session]]
          + NOISE[1] * rng.standard_normal(xp.size)[session]
          + NOISE[2] * rng.standard_normal(session.size))  # fmt: skip
+    arm = np.asarray(layout.arms)[rng.integers(len(layout.arms), size=agent.size)][xp[session]]
     return {
         "session": session, "experiment": xp[session], "agent": agent[xp[session]], "s": s,
         "product": rng.choice(ANCHORS.size, session.size, p=SHARES),
-        "relative": _markup(layout, s) * np.exp(z),
+        "relative": arm * _markup(layout, s) * np.exp(z),
     }  # fmt: skip
 
 
@@ -155,10 +159,14 @@ def _replicate(layout: PriceLayout, rng: np.random.Generator, premiums: dict[str
     quotes = simulate_quotes(layout, rng)
     model = fit_price_model(quotes, FIT)
     anchors = model.anchors
-    truth = ANCHORS[anchors["product_id"].str.slice(1).cast(pl.Int64).to_numpy()]
+    # An anchor is the quote at the average arm (the experiment levels' mean, in logs).
+    level = math.exp(float(np.mean(np.log(layout.arms))))
+    truth = level * ANCHORS[anchors["product_id"].str.slice(1).cast(pl.Int64).to_numpy()]
     hit = _covers(anchors["ci_low"].to_numpy(), anchors["ci_high"].to_numpy(), truth)
     pooled = anchors["pooled"].to_numpy()
-    sigma = math.sqrt(sum(c**2 for c in NOISE))
+    # The quote noise is between sessions within an experiment: the experiment's own level (an
+    # arm, or its share NOISE[0]) is a design factor the market's agents do not see vary.
+    sigma = math.sqrt(NOISE[1] ** 2 + NOISE[2] ** 2)
     out = {
         "anchor_cr3_t_ci": hit[~pooled].mean() if (~pooled).any() else np.nan,
         "pooled_anchor_cr3_t_ci": hit[pooled].mean() if pooled.any() else np.nan,

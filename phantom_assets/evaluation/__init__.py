@@ -7,6 +7,7 @@ from phantom_assets.evaluation.adaptivity import (
     REGRET_SCHEMA,
     adaptivity_table,
     fixed_action_profits,
+    oracle_profits,
     regret_table,
 )
 from phantom_assets.evaluation.benchmark import (
@@ -62,7 +63,6 @@ from phantom_assets.evaluation.protocol import (
     evaluate_policy,
     nominal_rows,
     stress_rows,
-    totals_metrics,
 )
 from phantom_assets.evaluation.sensitivity import (
     SENSITIVITY_SCHEMA,
@@ -140,6 +140,7 @@ __all__ = [
     "load_evaluations",
     "market_sensitivity",
     "nominal_rows",
+    "oracle_profits",
     "paired_differences",
     "plot_actions_vs_alpha_hat",
     "plot_metric_vs_alpha",
@@ -154,6 +155,5 @@ __all__ = [
     "stress_rows",
     "summary_markdown",
     "t_intervals",
-    "totals_metrics",
     "unique_configurations",
 ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,6 +22,7 @@ import polars as pl
 
 from phantom_assets.constants import SELECTION_SPLIT, TEST_SPLIT
 from phantom_assets.market import DETECTOR_MODES, OBS_EXTRA, MarketSpec, engine_of, make_env
+from phantom_assets.market.metrics import totals_metrics
 from phantom_assets.market.response import stress_alphas
 from phantom_assets.policies import BatchPolicy
 
@@ -166,12 +167,6 @@ class EpisodeRunner:
         return np.stack([self._episodes[(*cell, int(seed))] for seed in seeds])
 
 
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """num / den, NaN where den = 0 (a ratio without a denominator is undefined)."""
-    safe = np.where(den > 0, den, 1.0)
-    return np.where(den > 0, num / safe, np.nan)
-
-
 def episode_metrics(steps: np.ndarray, shoppers_per_step: int) -> dict[str, np.ndarray]:
     """`EPISODE_METRICS` of (episodes, steps, `STEP_FIELDS`) arrays, one value per episode:
     `totals_metrics` of the episode sums, the reward, and the step means mean_level,
@@ -183,38 +178,6 @@ def episode_metrics(steps: np.ndarray, shoppers_per_step: int) -> dict[str, np.n
                **{f"mean_{name}": steps[..., _AT[name]].mean(axis=-1)
                   for name in ("level", "markup", "detector", *OBSERVED)}}  # fmt: skip
     return {name: metrics[name] for name in EPISODE_METRICS}
-
-
-def totals_metrics(total: Mapping[str, np.ndarray], humans: np.ndarray) -> dict[str, np.ndarray]:
-    """The episode metrics that follow from an episode's step totals (`market.STEP_COLUMNS`
-    names) and its number of human shoppers.
-
-    Sums: revenue, profit, purchases (by class), leak, human_lost. Ratios of sums: coi_h = human
-    premium / human purchases, coi_a likewise for agents, coi = both premiums / all purchases;
-    the total human harm against the episode's reference response (level, markup and detector
-    together; docs/method.md#human-harm): human_harm = (humans' extra spend + the reference spend of
-    the purchases they lost) / their spend under the reference, human_surplus_change = (their
-    consumer surplus − the reference's) / the reference spend, human_quoted_up = humans quoted
-    above the reference / humans; false_positive_rate = human sessions the detector quoted up /
-    humans. A ratio without a denominator is NaN.
-    """
-    bought = total["human_purchases"] + total["agent_purchases"]
-    harmed = total["human_overpay"] + total["human_lost_spend"]
-    surplus = total["human_surplus"] - total["human_surplus_reference"]
-    return {
-        **{name: total[name] for name in ("revenue", "profit")},
-        "purchases": bought,
-        **{name: total[name] for name in ("human_purchases", "agent_purchases")},
-        "coi_h": _ratio(total["human_premium"], total["human_purchases"]),
-        "coi_a": _ratio(total["agent_premium"], total["agent_purchases"]),
-        "coi": _ratio(total["human_premium"] + total["agent_premium"], bought),
-        "leak": total["leak"],
-        "human_harm": _ratio(harmed, total["human_spend_reference"]),
-        "human_lost": total["human_lost"],
-        "human_surplus_change": _ratio(surplus, total["human_spend_reference"]),
-        "human_quoted_up": _ratio(total["human_quoted_up"], humans),
-        "false_positive_rate": _ratio(total["human_flagged"], humans),
-    }
 
 
 def _rows(runner: EpisodeRunner, alpha: float, k: int, detector: str, seeds: Sequence[int]):

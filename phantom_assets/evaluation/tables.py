@@ -19,6 +19,7 @@ from phantom_assets.constants import SELECTION_SPLIT
 from phantom_assets.evaluation.adaptivity import (
     adaptivity_table,
     fixed_action_profits,
+    oracle_profits,
     regret_table,
 )
 from phantom_assets.evaluation.benchmark import (
@@ -97,14 +98,13 @@ def benchmark_tables(
     Args:
         evaluation: the store's protocol tables: nominal rows (both detectors), stress rows (only
             the selection seeds are used) and the per-step action traces.
-        oracle: the store's oracle table (`alpha, k, action`).
+        oracle: the store's oracle table (`alpha, k, level, markup, delta`).
         spec: the store's market (the oracle's and the policies' actions are replayed on it as
-            fixed actions, `adaptivity.fixed_action_profits`).
+            fixed actions, `adaptivity.oracle_profits` and `adaptivity.fixed_action_profits`).
         ablation_tier: the tier trained in all four factorial modes.
     """
     nominal, stress, traces = evaluation
-    actions = sorted({*oracle["action"].to_list(), *traces["action"].to_list()})
-    fixed = fixed_action_profits(spec, actions, nominal)
+    fixed = fixed_action_profits(spec, sorted(set(traces["action"].to_list())), nominal)
     stressed = stress_as_curves_input(stress)
     pairs = comparison_pairs(nominal.select("policy", "tier", "mode", "train_alpha"))
     band_curves = benchmark_curves(stressed, STRESS_METRICS)
@@ -121,7 +121,8 @@ def benchmark_tables(
         "by_policy": revenue_regression(fitted, by=("policy",)).to_dicts(),
         "by_mode": revenue_regression(fitted, by=("mode",)).to_dicts(),
     }  # fmt: skip
-    return BenchmarkTables(curves, differences, regression, regret_table(nominal, oracle, fixed),
+    regret = regret_table(nominal, oracle_profits(spec, oracle, nominal))
+    return BenchmarkTables(curves, differences, regression, regret,
                            factorial_effects(nominal, ablation_tier),
                            adaptivity_table(traces, nominal, fixed))  # fmt: skip
 

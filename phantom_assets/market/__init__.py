@@ -1,4 +1,4 @@
-"""The simulated market v3: the store's prices and sessions, quoting, engine, env, compiler,
+"""The simulated market v4: the store's prices and sessions, quoting, engine, env, compiler,
 sensitivity, bench (docs/method.md#the-market)."""
 
 from phantom_assets.market.ambiguity import (
@@ -39,11 +39,20 @@ from phantom_assets.market.erosion import (
     coi_erosion,
 )
 from phantom_assets.market.law import EpisodeLaw, training_law
+from phantom_assets.market.optimize import (
+    ActionBox,
+    Optimum,
+    action_box,
+    best_action,
+    cell_objective,
+    centred_grid,
+    market_oracle,
+    stress_objective,
+)
 from phantom_assets.market.oracle import (
     ORACLE_SCHEMA,
     episode_draws,
     fixed_action_profits,
-    market_oracle,
     oracle_markdown,
     seed_t_interval,
 )
@@ -67,6 +76,7 @@ __all__ = [
     "OBS_EXTRA",
     "ORACLE_SCHEMA",
     "STEP_COLUMNS",
+    "ActionBox",
     "BandProfits",
     "BankTables",
     "ChainBank",
@@ -75,9 +85,11 @@ __all__ = [
     "Engine",
     "EpisodeLaw",
     "MarketSpec",
+    "Optimum",
     "PricingMarketEnv",
     "Response",
     "StepDraws",
+    "action_box",
     "agent_coi_by_k",
     "agent_session_share",
     "alpha_half_width",
@@ -86,8 +98,11 @@ __all__ = [
     "band_profits",
     "bank_tables",
     "bench_env",
+    "best_action",
     "best_undefended_response",
     "build_chain_bank",
+    "cell_objective",
+    "centred_grid",
     "chain_banks",
     "closed_form_coi_a",
     "coi_a_share",
@@ -116,5 +131,6 @@ __all__ = [
     "state_weights",
     "store_session_banks",
     "stress_alphas",
+    "stress_objective",
     "training_law",
 ]

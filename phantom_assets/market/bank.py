@@ -24,7 +24,13 @@ import numpy as np
 import polars as pl
 from scipy.special import expit
 
-from phantom_assets.constants import DEMAND_WEIGHTS, END_TOKEN, START_TOKEN
+from phantom_assets.constants import (
+    CART_LOCK_EVENT,
+    DEMAND_WEIGHTS,
+    END_TOKEN,
+    QUOTE_EVENT,
+    START_TOKEN,
+)
 from phantom_assets.contamination.chains import (
     InverseCdf,
     iter_transitions,
@@ -35,10 +41,6 @@ from phantom_assets.fingerprint.encoding import encode_trajectories
 
 PROB_FLOOR: float = 1e-12
 """Kernel probabilities are floored here before the log, so unseen transitions stay finite."""
-QUOTED_VIEW: str = "view_item_page"
-"""A session is quoted when it views the product..."""
-CART_LOCK: str = "add_item_to_cart"
-"""...and the cart locks that price: the quote is the last product view before the first add."""
 
 
 @dataclass(frozen=True)
@@ -140,8 +142,8 @@ def bank_tables(
         llr=_llr(kernel_human, kernel_agent).ravel(),
         weight=state_weights(states)[dst],
         signal=state_weights(states, signal)[dst],
-        views=dst == states.index(QUOTED_VIEW),
-        locks=dst == states.index(CART_LOCK),
+        views=dst == states.index(QUOTE_EVENT),
+        locks=dst == states.index(CART_LOCK_EVENT),
         start=start,
         end=end,
     )

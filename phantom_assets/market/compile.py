@@ -1,26 +1,33 @@
 """Compile one store's market (docs/method.md#the-market): its class kernels, its detector, its
-price model, its session banks and the market settings -> a `MarketSpec`.
+price model, its demand, its session banks and the market settings -> a `MarketSpec`.
 
 Every term the logs identify comes from them, with its source recorded in `MarketSpec.sources`:
 the products and their anchors, the share of shoppers wanting each, the markup curve and the
-quote noise (`store_prices`), the engagement signal the store prices on, and the shoppers (the
-store's labelled sessions, out-of-fold f: the empirical bank). What they cannot identify is
-declared in `MarketConfig` -- the valuation law, marginal cost, quote cap, the reference
-engagement of a flagged session, s0 where the curve does not saturate -- and
+quote noise (`store_prices`), the engagement signal the store prices on, the demand -- what
+shoppers pay given their engagement, and the share in the market (`store_demand`) -- and the
+shoppers (the store's labelled sessions, out-of-fold f: the empirical bank), with the store's
+replicates of its sample (`market.replicates`). What they cannot identify is declared in
+`MarketConfig` -- marginal cost, quote cap, what agents' principals pay, the reference engagement
+of a flagged session, s0 where the curve does not saturate, the demand where the store runs no
+price test (revealed preference: its own pricing optimal for its humans) -- and
 `market_sensitivity` sweeps it. A store without usable price logs gets the declared anchors
 (uniform in `declared_anchor_range`), markup and noise.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from phantom_assets.config import AgentsConfig, MarketConfig
-from phantom_assets.constants import ENGAGEMENT_SIGNALS, KERNEL_STATES
+from phantom_assets.constants import ACTORS, ENGAGEMENT_SIGNALS, KERNEL_STATES
 from phantom_assets.market.bank import ChainBank, bank_tables, build_chain_bank
+from phantom_assets.market.demand import DemandRecord, revealed_preference
 from phantom_assets.market.prices import PriceModel
+from phantom_assets.market.quoting import markup_factor
+from phantom_assets.market.replicates import session_multiplicities
 from phantom_assets.market.spec import BANK_FIELDS, MarketSpec
 
 # Streams of `default_rng(anchor_seed + stream)`: anchors keep the stream the first compiler used.
@@ -92,6 +99,46 @@ def _store_terms(
     return terms, dict.fromkeys(("anchor", "product_weights", "markup", "quote_noise"), "declared")
 
 
+def _demand_terms(
+    demand: DemandRecord | None,
+    human: ChainBank,
+    markup: float,
+    s0: float,
+    config: MarketConfig,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The human demand (fitted, else revealed preference), what agents' principals pay, and
+    the replicates' demand rows (NaN: the point estimate); with the source of each."""
+    scale = demand.scale if demand is not None else s0
+    human_actor, agent_actor = ACTORS
+    if demand is not None and demand.source == "logs":
+        point, rows = demand.estimates[human_actor], demand.replicates[human_actor]
+        source = "logs"
+    else:
+        conversion = None if demand is None else demand.conversion
+        point = np.array(revealed_preference(
+            markup_factor(human.engagement, scale), markup, config.valuation_sd,
+            config.cost_share, conversion, config.declared_in_market,
+        ))  # fmt: skip
+        rows = np.full((0 if demand is None else config.store_replicates, 4), np.nan)
+        source = "declared"
+    law, agent_point = config.agent_valuation, point[:3]
+    agent_rows = np.full((rows.shape[0], 3), np.nan)
+    identified = demand is not None and demand.identified.get(agent_actor, False)
+    if law == "agent_fit" and identified:
+        agent_point = demand.estimates[agent_actor][:3]  # type: ignore[union-attr]
+        agent_rows = demand.replicates[agent_actor][: rows.shape[0], :3]  # type: ignore[union-attr]
+    elif law == "agent_fit":  # not identified: the principals pay like the store's humans
+        law = "human_marginal"
+    terms = {
+        "mu_human": point[0], "beta_human": point[1], "sigma_human": point[2],
+        "in_market": point[3], "mu_agent": agent_point[0], "beta_agent": agent_point[1],
+        "sigma_agent": agent_point[2], "agent_valuation": law, "valuation_scale": scale,
+        "demand_replicates": np.column_stack([rows, agent_rows]),
+    }  # fmt: skip
+    agent_source = "logs" if law == "agent_fit" else "declared"
+    return terms, {"valuation": source, "in_market": source, "agent_valuation": agent_source}
+
+
 def compile_market_spec(
     kernel_human: np.ndarray,
     kernel_agent: np.ndarray,
@@ -101,6 +148,8 @@ def compile_market_spec(
     agents: AgentsConfig | None = None,
     prices: PriceModel | None = None,
     sessions: tuple[ChainBank, ChainBank] | None = None,
+    demand: DemandRecord | None = None,
+    experiments: tuple[Sequence[str], Sequence[str]] | None = None,
     **overrides: Any,
 ) -> MarketSpec:
     """The market of one store.
@@ -115,6 +164,9 @@ def compile_market_spec(
         prices: the store's price model (`store_prices`); None or declared: declared terms.
         sessions: the store's (human, agent) session banks (`bank.session_bank`); used when
             `config.bank` is "empirical" (required then).
+        demand: the store's demand (`store_demand`); None or declared: revealed preference.
+        experiments: the experiment id of every session of the empirical banks (the store's
+            replicates resample them); None: the banks are not resampled.
         **overrides: any other `MarketSpec` field.
 
     Raises:
@@ -141,25 +193,29 @@ def compile_market_spec(
         for actor, bank in (("human", human), ("agent", agent))
         for name in BANK_FIELDS
     }
+    demand_terms, demand_sources = _demand_terms(demand, human, markup, s0, config)
+    replicates = demand_terms["demand_replicates"].shape[0]
+    if experiments is not None and config.bank == "empirical" and replicates:
+        human_xps, agent_xps = experiments
+        demand_terms["human_multiplicity"] = session_multiplicities(human_xps, replicates)
+        demand_terms["agent_multiplicity"] = session_multiplicities(agent_xps, replicates)
     sources.update(
         engagement_scale=prices.s0_source if fitted_s0 else "declared",  # type: ignore[union-attr]
         signal="logs" if sources["markup"] == "logs" else "declared", bank=config.bank,
-        valuation="declared", cost_share="declared", price_cap="declared",
-        reference_engagement="declared", detector_threshold="empirical",
+        cost_share="declared", price_cap="declared", reference_engagement="declared",
+        detector_threshold="empirical", **demand_sources,
     )  # fmt: skip
     fields: dict[str, Any] = {
         "kernel_human": kernel_human,
         "kernel_agent": kernel_agent,
         **terms,
         **banks,
-        "mu_human": config.valuation_mean,
-        "mu_agent": config.valuation_mean,
-        "sigma_human": config.valuation_sd,
-        "sigma_agent": config.valuation_sd,
+        **demand_terms,
         "cost_share": config.cost_share,
         "price_cap": config.price_cap,
         "base_levels": config.base_levels,
         "markups": markups,
+        "store_markup": markup,
         "detector_strengths": config.detector_strengths,
         "engagement_scale": s0,
         "reference_engagement": config.reference_engagement_share * engaged,

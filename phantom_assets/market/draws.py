@@ -16,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from phantom_assets.market.bank import ChainBank
+from phantom_assets.market.world import EpisodeWorld
 
 MAX_EXACT_STRATA = 20
 """Up to this many distinct engagement values each value is a stratum (exact: a rule of s alone
@@ -38,11 +39,12 @@ class StepDraws(NamedTuple):
     Attributes:
         u_agent: (N,) a shopper is an agent under candidate α iff u_agent < α.
         product: (N,) the product each shopper wants.
-        z: (N,) standard normals; valuation v = anchor of the product · (μ_Y + σ_Y·z).
-        human_chain: (N,) index into the human bank of the shopper's session as a human.
+        z: (N,) standard normals of the valuations (`engine`: v = anchor·(μ + β·g + σ·z)).
+        human_chain: (N,) row of the human bank of the shopper's session as a human.
         human_noise: (N,) quote noise u ∈ [−1, 1) of that session.
-        agent_chain: (N, K_max) indices into the agent bank of its clean sessions as an agent.
+        agent_chain: (N, K_max) rows of the agent bank of its clean sessions as an agent.
         agent_noise: (N, K_max) their quote noise.
+        u_market: (N,) the shopper is in the market iff u_market < π.
     """
 
     u_agent: np.ndarray
@@ -52,6 +54,7 @@ class StepDraws(NamedTuple):
     human_noise: np.ndarray
     agent_chain: np.ndarray
     agent_noise: np.ndarray
+    u_market: np.ndarray
 
 
 def draw_step(
@@ -59,24 +62,27 @@ def draw_step(
     n: int,
     product_cdf: np.ndarray,
     k_max: int,
-    bank_sizes: tuple[int, int],
+    world: EpisodeWorld,
 ) -> StepDraws:
     """Draw a step's common random numbers: one block of uniforms and one of normals, in a fixed
     layout (for reproducibility and speed). A shopper wants the first product whose cumulative
-    weight (`MarketSpec.product_cdf`) exceeds its uniform draw."""
-    u = rng.random((4 + 2 * k_max, n))
+    weight (`MarketSpec.product_cdf`) exceeds its uniform draw; its sessions are drawn uniformly
+    from the episode's banks (`world.EpisodeWorld`: the replicate's sessions, as bank rows)."""
+    u = rng.random((5 + 2 * k_max, n))
     # Row blocks of u: agent share, product, human chain, human noise, k_max agent chains, k_max
-    # agent noises; indices are scaled in place (u is this step's own array).
-    u[2] *= bank_sizes[0]
-    u[4 : 4 + k_max] *= bank_sizes[1]
+    # agent noises, in-market; positions are scaled in place (u is this step's own array).
+    human, agent = world.human_index, world.agent_index
+    u[2] *= human.size
+    u[4 : 4 + k_max] *= agent.size
     return StepDraws(
         u_agent=u[0],
         product=np.searchsorted(product_cdf, u[1], side="right"),
         z=rng.standard_normal(n),
-        human_chain=u[2].astype(np.int64),
+        human_chain=human[u[2].astype(np.int64)],
         human_noise=2.0 * u[3] - 1.0,
-        agent_chain=u[4 : 4 + k_max].T.astype(np.int64),
-        agent_noise=2.0 * u[4 + k_max :].T - 1.0,
+        agent_chain=agent[u[4 : 4 + k_max].T.astype(np.int64)],
+        agent_noise=2.0 * u[4 + k_max : 4 + 2 * k_max].T - 1.0,
+        u_market=u[4 + 2 * k_max],
     )
 
 

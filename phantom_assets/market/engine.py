@@ -1,6 +1,10 @@
 """One market step: session quotes, agents' best of K, purchases and every measured quantity,
 for C candidate (α, K) pairs under common random numbers (docs/method.md#the-market).
 
+A shopper in the market (u_market < π) values its product at anchor·(μ + β·g_v(s) + σ·z), s the
+engagement of its session as a human (g_v with the demand's scale): engagement reveals willingness
+to pay. As an agent it carries its principal's valuation (`config.AGENT_VALUATIONS`).
+
 Under common random numbers (`market.draws`) a shopper's outcome depends on the candidate only
 through its class (u < α) and, for an agent, K, so the compiled step (`_step_totals`) quotes each
 shopper once as a human and once as an agent with K_max sessions (keeping the running best of
@@ -25,15 +29,16 @@ from phantom_assets.market.bank import ChainBank
 from phantom_assets.market.columns import N_COLUMNS, Column
 from phantom_assets.market.draws import EngagementStrata, StepDraws, engagement_strata
 from phantom_assets.market.quoting import markup_factor, quote
+from phantom_assets.market.world import DemandLaw
 
 
 class StepTables(NamedTuple):
-    """What a step at detector strength δ reads per chain: each class's (chains, 4) table of
-    (engagement s, score f, demand weight, g(s_eff) at δ) -- one row per chain, cache-line
-    aligned, because a step reads ~1,700 chains at random and two banks' tables outgrow the
-    core's cache -- the human chains' g at δ = 0 (the harm's reference quote) and the human mean
-    of g (an equally engaged human's expected markup factor: the leak's reference quote is
-    base·(1 + m·human_reference))."""
+    """What a step at detector strength δ reads per chain: each class's (chains, 8) table of
+    (engagement s, score f, demand weight, g(s_eff) at δ, g of the valuation at s, 3 × padding)
+    -- one 64-byte row per chain, cache-line aligned, because a step reads ~1,700 chains at
+    random and two banks' tables outgrow the core's cache -- the human chains' g at δ = 0 (the
+    harm's reference quote) and the human mean of g (an equally engaged human's expected markup
+    factor: the leak's reference quote is base·(1 + m·human_reference))."""
 
     human: np.ndarray
     agent: np.ndarray
@@ -41,10 +46,15 @@ class StepTables(NamedTuple):
     human_reference: float
 
 
+TABLE_WIDTH = 8
+"""Columns of a bank's step table: 8 float64 = one 64-byte cache line per chain."""
+
+
 def _aligned_rows(columns: tuple[np.ndarray, ...]) -> np.ndarray:
-    """The columns side by side as a C-contiguous (rows, len(columns)) float64 table whose
-    first row starts on a 64-byte boundary (so a 4-column row never straddles cache lines)."""
-    rows = np.column_stack(columns)
+    """The columns side by side, zero-padded to `TABLE_WIDTH`, as a C-contiguous float64 table
+    whose first row starts on a 64-byte boundary (so a row never straddles cache lines)."""
+    rows = np.zeros((columns[0].size, TABLE_WIDTH))
+    rows[:, : len(columns)] = np.column_stack(columns)
     buffer = np.empty(rows.size + 8)
     start = (-buffer.ctypes.data % 64) // 8
     table = buffer[start : start + rows.size].reshape(rows.shape)
@@ -54,17 +64,13 @@ def _aligned_rows(columns: tuple[np.ndarray, ...]) -> np.ndarray:
 
 
 class MarketConstants(NamedTuple):
-    """The market's scalar constants a step needs (in the compiled step's order); valuations are
-    multiples of the wanted product's anchor."""
+    """The market's scalar constants a step needs (in the compiled step's order); the demand,
+    which an episode draws with its replicate, is a `world.DemandLaw` beside them."""
 
     noise: float
     s0: float
     s_ref: float
     tau: float
-    mu_human: float
-    sigma_human: float
-    mu_agent: float
-    sigma_agent: float
 
 
 @njit(cache=True)
@@ -102,7 +108,8 @@ class Engine:
         s0: engagement scale of g(s) = 1 − exp(−s/s0).
         s_ref: engagement a flagged session is quoted as (at δ = 1).
         tau: the detector's threshold on the prefix f.
-        mu, sigma: (human, agent) valuation laws, × the anchor.
+        valuation_scale: s0 of the g(s) valuations rise with (the demand's).
+        demand: the point estimate of the demand (an episode may draw a replicate's).
         banks: (human, agent) chain banks.
     """
 
@@ -113,8 +120,8 @@ class Engine:
     s0: float
     s_ref: float
     tau: float
-    mu: tuple[float, float]
-    sigma: tuple[float, float]
+    valuation_scale: float
+    demand: DemandLaw
     banks: tuple[ChainBank, ChainBank]
     _tables: dict[float, StepTables] = field(default_factory=dict, repr=False)
 
@@ -122,8 +129,7 @@ class Engine:
     def constants(self) -> MarketConstants:
         """The scalar constants, as the compiled step takes them."""
         return MarketConstants(float(self.noise), float(self.s0), float(self.s_ref),
-                               float(self.tau), float(self.mu[0]), float(self.sigma[0]),
-                               float(self.mu[1]), float(self.sigma[1]))  # fmt: skip
+                               float(self.tau))  # fmt: skip
 
     @cached_property
     def strata(self) -> EngagementStrata:
@@ -136,8 +142,11 @@ class Engine:
             lift = float(delta) * self.s_ref
             g = [_markup_table(bank.engagement, bank.score, lift, self.tau, self.s0)
                  for bank in self.banks]  # fmt: skip
-            human, agent = (_aligned_rows((bank.engagement, bank.score, bank.weight, g_bank))
-                            for bank, g_bank in zip(self.banks, g, strict=True))  # fmt: skip
+            human, agent = (
+                _aligned_rows((bank.engagement, bank.score, bank.weight, g_bank,
+                               markup_factor(bank.engagement, self.valuation_scale)))
+                for bank, g_bank in zip(self.banks, g, strict=True)
+            )  # fmt: skip
             undefended = self.step_tables(0.0).human_g_undefended if delta else g[0]
             self._tables[delta] = StepTables(human, agent, undefended, float(g[0].mean()))
         return self._tables[delta]
@@ -145,22 +154,23 @@ class Engine:
 
 @njit(cache=True, boundscheck=True)
 def _step_totals(
-    action: tuple, reference: tuple, constants: tuple, prices: tuple, draws: tuple,
-    alphas: np.ndarray, ks: np.ndarray, tables: tuple,
+    action: tuple, reference: tuple, constants: tuple, demand: tuple, prices: tuple,
+    draws: tuple, alphas: np.ndarray, ks: np.ndarray, tables: tuple,
     decoys: tuple[np.ndarray, np.ndarray] | None,
 ) -> np.ndarray:  # fmt: skip
     """(C, len(Column) + P) totals of one step for every candidate (α_c, K_c); see
     `simulate_step`. `action` is (level, markup, δ), `reference` the reference response's
-    (level, markup); `constants`, `draws` and `tables` are the fields of `MarketConstants`,
-    `StepDraws` and `StepTables` as plain tuples, `prices` the (P,) anchors, p_low and p_high:
-    numba's on-disk cache pickles argument types, and a NamedTuple's type names its class, so
-    renaming one would break loading a stale cache. Bounds-checked: a malformed draw raises
-    IndexError instead of reading past an array."""
+    (level, markup); `constants`, `demand`, `draws` and `tables` are the fields of
+    `MarketConstants`, `world.DemandLaw`, `StepDraws` and `StepTables` as plain tuples, `prices`
+    the (P,) anchors, p_low and p_high: numba's on-disk cache pickles argument types, and a
+    NamedTuple's type names its class, so renaming one would break loading a stale cache.
+    Bounds-checked: a malformed draw raises IndexError instead of reading past an array."""
     level, markup, delta = action
     reference_level, reference_markup = reference
-    w, s0, s_ref, tau, mu_human, sigma_human, mu_agent, sigma_agent = constants
+    w, s0, s_ref, tau = constants
+    mu_human, beta_human, sigma_human, in_market, mu_agent, beta_agent, sigma_agent, law = demand
     anchor, lows, highs = prices
-    u_agent, products, z, human_chains, human_noise, agent_chains, agent_noise = draws
+    u_agent, products, z, human_chains, human_noise, agent_chains, agent_noise, u_market = draws
     human, agent, human_g_undefended, human_reference = tables
     n, k_max = agent_chains.shape
     totals = np.zeros((alphas.size, N_COLUMNS + anchor.size))
@@ -188,9 +198,12 @@ def _step_totals(
         g_undefended = human_g_undefended[human_chain]
         reference_base = anchor[product] * reference_level
         q_reference = quote(reference_base, reference_markup, g_undefended, w, u, p_low, p_high)
-        v_human = anchor[product] * (mu_human + sigma_human * z[i])
-        buys = 1.0 if v_human >= q_human else 0.0
-        buys_reference = 1.0 if v_human >= q_reference else 0.0
+        # Valuations rise with the engagement of the shopper's session as a human (its need).
+        shopping = u_market[i] < in_market
+        v_human = anchor[product] * (mu_human + beta_human * human[human_chain, 4]
+                                     + sigma_human * z[i])  # fmt: skip
+        buys = 1.0 if shopping and v_human >= q_human else 0.0
+        buys_reference = 1.0 if shopping and v_human >= q_reference else 0.0
         lost = max(buys_reference - buys, 0.0)
         # The shopper as an agent: K_max clean sessions.
         running, running_chain = np.inf, 0
@@ -209,14 +222,22 @@ def _step_totals(
             flagged_total += _quoted_up(s, f, lift, tau, markup)
             best[j], best_chain[j] = running, running_chain
             score_sum[j], weight_sum[j], flagged_sum[j] = f_total, weight_total, flagged_total
-        v_agent = anchor[product] * (mu_agent + sigma_agent * z[i])
+        # The principal pays what she would have browsing herself, what an unengaged human
+        # would, or the agents' own law (`config.AGENT_VALUATIONS`).
+        if law == 0.0:
+            v_agent = v_human
+        elif law == 1.0:
+            v_agent = anchor[product] * (mu_human + sigma_human * z[i])
+        else:
+            v_agent = anchor[product] * (mu_agent + beta_agent * agent[agent_chains[i, 0], 4]
+                                         + sigma_agent * z[i])  # fmt: skip
         reference = base * (1.0 + markup * human_reference)
         for c in range(alphas.size):
             row = totals[c]
             if u_agent[i] < alphas[c]:
                 k = ks[c] - 1  # index of the K-th session
                 price = best[k]
-                bought = 1.0 if v_agent >= price else 0.0
+                bought = 1.0 if shopping and v_agent >= price else 0.0
                 row[Column.REVENUE] += price * bought
                 row[Column.PROFIT] += (price - p_low) * bought
                 row[Column.AGENT_PURCHASES] += bought
@@ -258,6 +279,7 @@ def simulate_step(
     ks: np.ndarray,
     decoy_scores: tuple[np.ndarray, np.ndarray] | None = None,
     reference: tuple[float, float] | None = None,
+    demand: DemandLaw | None = None,
 ) -> np.ndarray:
     """One step for every candidate (α_c, K_c): a (C, len(STEP_COLUMNS) + P) array, row c the
     candidate's `STEP_COLUMNS` totals, then its demand proxy (Σ chain demand weights of the
@@ -273,6 +295,7 @@ def simulate_step(
             instead of the sessions' own f (`draws.decoy_scores`); None = the fitted detector.
         reference: (level, markup) of the response human harm is measured against (δ = 0);
             None: the action's own level and markup (the harm of the detector alone).
+        demand: the episode's demand law (its replicate's); None: the engine's point estimate.
     """
     level, m, delta = action
     reference = (level, m) if reference is None else reference
@@ -284,7 +307,8 @@ def simulate_step(
     if ks.size and not 1 <= ks.min() <= ks.max() <= k_max:
         raise ValueError(f"ks must lie in [1, K_max = {k_max}] of the draws, got {ks.tolist()}")
     prices = (engine.anchor, engine.p_low, engine.p_high)
+    law = engine.demand if demand is None else demand
     return _step_totals((float(level), float(m), float(delta)),
                         (float(reference[0]), float(reference[1])), tuple(engine.constants),
-                        prices, tuple(draws), alphas, ks, tuple(engine.step_tables(delta)),
-                        decoy_scores)  # fmt: skip
+                        tuple(float(x) for x in law), prices, tuple(draws), alphas, ks,
+                        tuple(engine.step_tables(delta)), decoy_scores)  # fmt: skip

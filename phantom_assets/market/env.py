@@ -15,6 +15,7 @@ from phantom_assets.market.draws import agent_session_share, decoy_scores, draw_
 from phantom_assets.market.engine import Engine, simulate_step
 from phantom_assets.market.law import EpisodeLaw
 from phantom_assets.market.spec import MarketSpec
+from phantom_assets.market.world import draw_world, point_world
 
 OBS_EXTRA: tuple[str, ...] = ("score_mean", "alpha_hat", "shopper_alpha_hat",
                               "low_engagement_share", "markup", "detector")  # fmt: skip
@@ -26,8 +27,8 @@ def engine_of(spec: MarketSpec) -> Engine:
     return Engine(
         anchor=np.asarray(spec.anchor), p_low=spec.p_low, p_high=spec.p_high,
         noise=spec.quote_noise, s0=spec.engagement_scale, s_ref=spec.reference_engagement,
-        tau=spec.detector_threshold, mu=(spec.mu_human, spec.mu_agent),
-        sigma=(spec.sigma_human, spec.sigma_agent), banks=spec.banks,
+        tau=spec.detector_threshold, valuation_scale=spec.valuation_scale,
+        demand=point_world(spec).demand, banks=spec.banks,
     )  # fmt: skip
 
 
@@ -60,7 +61,8 @@ class PricingMarketEnv(gym.Env):
 
     ## Starting State
     Base level, markup at the grid middle, δ = 0 (the undefended engine); one warm-up step there
-    (no reward) fills the observation.
+    (no reward) fills the observation. Each episode plays one replicate of the store's sample
+    (its resampled session banks and its refitted demand: `world.draw_world`), drawn at reset.
 
     ## Episode End
     Never terminates; truncation comes from `max_episode_steps` (see `make_env`).
@@ -113,7 +115,7 @@ class PricingMarketEnv(gym.Env):
         self.half_width = alpha_half_width(spec)
         human, agent = spec.banks
         self._score_means = (float(human.score.mean()), float(agent.score.mean()))
-        self._bank_sizes = (human.size, agent.size)
+        self._world = point_world(spec)
         self._price_span = spec.p_high - spec.p_low
         self._product_cdf = spec.product_cdf
         self._maxima = (max(max(spec.markups), 1e-12), max(max(spec.detector_strengths), 1e-12))
@@ -138,7 +140,7 @@ class PricingMarketEnv(gym.Env):
         alphas, ks = candidates
         k_max = int(ks.max())
         draws = draw_step(self.np_random, self.market.shoppers_per_step, self._product_cdf,
-                          k_max, self._bank_sizes)  # fmt: skip
+                          k_max, self._world)  # fmt: skip
         decoys = None
         if self.detector == "permuted":
             share = agent_session_share(self.alpha, self.k)
@@ -146,7 +148,7 @@ class PricingMarketEnv(gym.Env):
             engagement = (human.engagement[draws.human_chain], agent.engagement[draws.agent_chain])
             decoys = decoy_scores(self._decoy_rng, self.engine.strata, share, engagement)
         return simulate_step(self.engine, (level, m, delta), draws, alphas, ks, decoys,
-                             self._reference)  # fmt: skip
+                             self._reference, self._world.demand)  # fmt: skip
 
     def _observe(self, totals: np.ndarray, action: int) -> tuple[np.ndarray, dict[str, Any]]:
         """The observation after a step with these totals, and the totals by column name."""
@@ -189,8 +191,10 @@ class PricingMarketEnv(gym.Env):
             self._candidates = Candidates(
                 *robust_candidates(self.market, self.alpha, self.half_width)
             )
-        # The ablation's own stream, drawn in every mode so both modes share the main stream.
+        # The ablation's own stream, drawn in every mode so both modes share the main stream;
+        # then the replicate of the store's sample this episode plays (`world.draw_world`).
         self._decoy_rng = np.random.default_rng(int(self.np_random.integers(2**63)))
+        self._world = draw_world(self.market, self.np_random)
         self._action = self._undefended_action
         warm = self._simulate(self._action, nominal)[0]  # the warm-up: nominal (α, K)
         self._obs, _ = self._observe(warm, self._action)

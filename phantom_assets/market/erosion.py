@@ -30,6 +30,7 @@ from phantom_assets.market.oracle import (
 )
 from phantom_assets.market.quoting import expected_min_quote, price_floor
 from phantom_assets.market.spec import MarketSpec
+from phantom_assets.market.world import DemandLaw
 
 EROSION_METRICS: tuple[str, ...] = (
     "coi_h", "coi_a", "coi", "human_price_paid", "agent_price_paid", "human_purchases",
@@ -60,13 +61,13 @@ def erosion_detectors(spec: MarketSpec, detectors: Sequence[float] | None) -> tu
 
 def _class_totals(
     engine: Engine, action: tuple[float, float, float], draws: StepDraws, alpha: float,
-    ks: np.ndarray,
+    ks: np.ndarray, demand: DemandLaw,
 ) -> np.ndarray:  # fmt: skip
     """(K, len(_TOTALS)) episode totals of `draws`' shoppers, all agents (α = 1) or all humans
-    (α = 0), per K (zeros when there are none)."""
+    (α = 0), per K (zeros when there are none), under the episode's demand."""
     if draws.z.size == 0:
         return np.zeros((ks.size, len(_TOTALS)))
-    totals = simulate_step(engine, action, draws, np.full(ks.size, alpha), ks)
+    totals = simulate_step(engine, action, draws, np.full(ks.size, alpha), ks, demand=demand)
     return totals[:, [COLUMN[name] for name in _TOTALS]]
 
 
@@ -93,15 +94,18 @@ def seed_metrics(
     col = {name: i for i, name in enumerate(_TOTALS)}
     out = np.empty((len(seeds), len(deltas), len(alphas), grid.size, len(EROSION_METRICS)))
     for i, seed in enumerate(seeds):  # seeds × δ × α × class engine calls
-        draws = episode_draws(spec, int(seed), int(grid.max()), steps)
+        draws, world = episode_draws(spec, int(seed), int(grid.max()), steps)
         for d, delta in enumerate(deltas):
             action = (level, markup, delta)
             for j, alpha in enumerate(alphas):
                 agent = draws.u_agent < alpha
-                a = _class_totals(engine, action, subset_draws(draws, agent), 1.0, grid)
+                a = _class_totals(engine, action, subset_draws(draws, agent), 1.0, grid,
+                                  world.demand)  # fmt: skip
                 # Humans do not depend on K: one candidate, the same for every K.
-                h = np.broadcast_to(_class_totals(engine, action, subset_draws(draws, ~agent),
-                                                  0.0, grid[:1]), a.shape)  # fmt: skip
+                humans = subset_draws(draws, ~agent)
+                h = np.broadcast_to(
+                    _class_totals(engine, action, humans, 0.0, grid[:1], world.demand), a.shape
+                )
                 bought_h, bought_a = h[:, col["human_purchases"]], a[:, col["agent_purchases"]]
                 premium_h, premium_a = h[:, col["human_premium"]], a[:, col["agent_premium"]]
                 out[i, d, j] = np.stack([

@@ -1,10 +1,11 @@
-"""The oracle: the best fixed action per (α, K), by exhaustive search over the action grid under
-common random numbers (docs/method.md#oracle), the clairvoyant bound every policy's regret is
-measured against.
+"""Fixed actions under common random numbers (docs/method.md#oracle): every action's episode
+totals on the same draws -- what the oracle (`optimize.market_oracle`, the clairvoyant bound every
+policy's regret is measured against), the best responses and the ledger are computed from.
 
 Episode draws: episode seed s is the stream `make_env(spec, α, K).reset(seed=s)` plays — a
-generator `default_rng(s)` (what Gymnasium's `reset` seeds), the env's ablation-stream seed and its
-warm-up step skipped, then one `draw_step` per step at K_max = K. So the oracle's profit of action a
+generator `default_rng(s)` (what Gymnasium's `reset` seeds), the env's ablation-stream seed, the
+replicate of the store's sample the episode plays (`world.draw_world`) and its warm-up step
+skipped, then one `draw_step` per step at K_max = K. So the oracle's profit of action a
 on seed s is exactly the episode `profit` the evaluation records for the constant policy a on
 seed s, and regret can be paired by seed. The episode is treated as starting at the action: a
 fixed action pays no volatility (the env's first step charges η_ux·|Δlevel| in the reward, never
@@ -30,44 +31,55 @@ from phantom_assets.market.draws import (
 from phantom_assets.market.engine import Engine, simulate_step
 from phantom_assets.market.env import engine_of
 from phantom_assets.market.spec import MarketSpec
+from phantom_assets.market.world import EpisodeWorld, draw_world
 
 ORACLE_SCHEMA: dict[str, pl.DataType] = {
     "alpha": pl.Float64(), "k": pl.Int64(), "action": pl.Int64(), "level": pl.Float64(),
     "markup": pl.Float64(), "delta": pl.Float64(), "profit": pl.Float64(),
     "profit_se": pl.Float64(), "n_seeds": pl.Int64(), "undefended_profit": pl.Float64(),
+    "on_edge": pl.Boolean(),
 }  # fmt: skip
 """Contract of `market_oracle/oracle.parquet` (docs/architecture.md#column-contracts): one row per
-(alpha, k). `profit_se` is descriptive: the best action is chosen on the same seeds, so its mean is
-optimistic and no interval is claimed for it."""
+(alpha, k): the best fixed action on the continuous action space (`optimize.market_oracle`; its
+nearest grid action in `action`), `on_edge` when it sits on the action box's boundary.
+`profit_se` is descriptive: the best action is chosen on the same seeds, so its mean is optimistic
+and no interval is claimed for it."""
 
 PERMUTED = DETECTOR_MODES[1]
+PERFECT = "perfect"
+"""A detector mode of fixed-action studies only: agents score 1, humans 0."""
 ENV_PREFIX_DRAWS = 1
 """Steps the env draws in `reset` before the first action (the warm-up step)."""
 
 
 def _episode_streams(
     spec: MarketSpec, seed: int, k_max: int, steps: int
-) -> tuple[list[StepDraws], int]:
-    """Episode `seed`'s per-step draws (the warm-up step first) and the seed of its ablation
-    stream, as `make_env(spec, α, K).reset(seed=seed)` draws them (module docstring)."""
+) -> tuple[list[StepDraws], int, EpisodeWorld]:
+    """Episode `seed`'s per-step draws (the warm-up step first), the seed of its ablation stream
+    and the replicate it plays, as `make_env(spec, α, K).reset(seed=seed)` draws them (module
+    docstring)."""
     if steps < 1 or k_max < 1:
         raise ValueError(f"need steps >= 1 and k_max >= 1, got {steps}, {k_max}")
     rng = np.random.default_rng(seed)
-    ablation_seed = int(rng.integers(2**63))  # drawn first in `reset`
-    sizes = tuple(bank.size for bank in spec.banks)
+    ablation_seed = int(rng.integers(2**63))  # drawn first in `reset`, then the replicate
+    world = draw_world(spec, rng)
     n, cdf = spec.shoppers_per_step, spec.product_cdf
-    draws = [draw_step(rng, n, cdf, k_max, sizes) for _ in range(ENV_PREFIX_DRAWS + steps)]
-    return draws, ablation_seed
+    draws = [draw_step(rng, n, cdf, k_max, world) for _ in range(ENV_PREFIX_DRAWS + steps)]
+    return draws, ablation_seed, world
 
 
 def _concatenated(draws: Sequence[StepDraws]) -> StepDraws:
     return StepDraws(*(np.concatenate(field) for field in zip(*draws, strict=True)))
 
 
-def episode_draws(spec: MarketSpec, seed: int, k_max: int, steps: int) -> StepDraws:
+def episode_draws(
+    spec: MarketSpec, seed: int, k_max: int, steps: int
+) -> tuple[StepDraws, EpisodeWorld]:
     """The common random numbers of `steps` steps of episode `seed` at K_max = `k_max` (module
-    docstring), concatenated: step t's shoppers are rows t·N … (t + 1)·N − 1."""
-    return _concatenated(_episode_streams(spec, seed, k_max, steps)[0][ENV_PREFIX_DRAWS:])
+    docstring), concatenated (step t's shoppers are rows t·N … (t + 1)·N − 1), and the
+    replicate of the store's sample the episode plays."""
+    draws, _, world = _episode_streams(spec, seed, k_max, steps)
+    return _concatenated(draws[ENV_PREFIX_DRAWS:]), world
 
 
 def _episode_decoys(
@@ -94,33 +106,52 @@ def fixed_action_totals(
     reference_action: int | None = None,
     steps: int | None = None,
 ) -> np.ndarray:
-    """(actions, seeds, alphas, len(Column)) episode totals of fixed actions: exactly the sums
-    over steps of the env's totals for a policy that always plays the action, episode `seed` at
-    (α, K) with `detector` ("fitted" | "permuted", the ablation's own stream) and human harm
-    against `reference_action` (None: each action against its own level and markup) -- so the
-    evaluation protocol's episode metrics follow from them without stepping an env.
+    """(actions, seeds, alphas, len(Column)) episode totals of fixed grid actions: exactly the
+    sums over steps of the env's totals for a policy that always plays the action, episode
+    `seed` at (α, K) with `detector` ("fitted" | "permuted", the ablation's own stream) and human
+    harm against `reference_action` (None: each action against its own level and markup) -- so
+    the evaluation protocol's episode metrics follow from them without stepping an env.
     """
+    reference = None if reference_action is None else spec.action_values(reference_action)[:2]
+    values = [spec.action_values(a) for a in actions]
+    return action_totals(spec, values, alphas, k, seeds, detector, reference, steps)
+
+
+def action_totals(
+    spec: MarketSpec,
+    actions: Sequence[tuple[float, float, float]],
+    alphas: Sequence[float],
+    k: int,
+    seeds: Sequence[int],
+    detector: str = "fitted",
+    reference: tuple[float, float] | None = None,
+    steps: int | None = None,
+) -> np.ndarray:
+    """`fixed_action_totals` of any (level, m, δ) actions, on or off the spec's grid; human harm
+    against `reference` (level, m) at δ = 0. `detector` may also be "perfect": every agent
+    session scores 1 and every human 0 (what a perfect detector would win back; the ledger)."""
     check_grid(list(alphas), [k], list(seeds))
-    if detector not in DETECTOR_MODES:
-        raise ValueError(f"detector must be one of {DETECTOR_MODES}, got {detector!r}")
+    if detector not in (*DETECTOR_MODES, PERFECT):
+        raise ValueError(f"detector must be one of {(*DETECTOR_MODES, PERFECT)}, got {detector!r}")
     steps = spec.episode_steps if steps is None else steps
     engine, grid = engine_of(spec), np.asarray(alphas, dtype=np.float64)
-    values = [spec.action_values(a) for a in actions]
-    reference = None if reference_action is None else spec.action_values(reference_action)[:2]
-    out = np.empty((len(actions), len(seeds), grid.size, len(Column)))
+    values = [tuple(float(x) for x in action) for action in actions]
+    out = np.empty((len(values), len(seeds), grid.size, len(Column)))
     # The fitted detector: every α in one engine call; the ablation: one per α (its class mix).
     cells = [slice(None)] if detector != PERMUTED else [slice(j, j + 1) for j in range(grid.size)]
     for i, seed in enumerate(seeds):  # seeds × cells × actions engine calls over every shopper
-        draws, ablation_seed = _episode_streams(spec, int(seed), int(k), steps)
+        draws, ablation_seed, world = _episode_streams(spec, int(seed), int(k), steps)
         shoppers = _concatenated(draws[ENV_PREFIX_DRAWS:])
+        perfect = (np.zeros(shoppers.z.size), np.ones(shoppers.agent_chain.shape))
         for cell in cells:
             alpha = grid[cell]
-            decoys = (_episode_decoys(engine, draws, ablation_seed, float(alpha[0]), int(k))
-                      if detector == PERMUTED else None)  # fmt: skip
+            decoys = None if detector == "fitted" else perfect
+            if detector == PERMUTED:
+                decoys = _episode_decoys(engine, draws, ablation_seed, float(alpha[0]), int(k))
             for a, action in enumerate(values):
                 harm_reference = action[:2] if reference is None else reference
                 totals = simulate_step(engine, action, shoppers, alpha, np.full(alpha.size, k),
-                                       decoys, harm_reference)  # fmt: skip
+                                       decoys, harm_reference, world.demand)  # fmt: skip
                 out[a, i, cell] = totals[:, : len(Column)]
     return out
 
@@ -173,43 +204,6 @@ def fixed_action_profits(
     check_grid([alpha], [k], seeds)
     steps = spec.episode_steps if steps is None else steps
     return _profits(spec, np.array([float(alpha)]), int(k), seeds, steps)[..., 0]
-
-
-def market_oracle(
-    spec: MarketSpec,
-    alphas: Sequence[float],
-    ks: Sequence[int],
-    seeds: Sequence[int],
-    steps: int | None = None,
-) -> pl.DataFrame:
-    """Best fixed action per (α, K): the argmax over the action grid of the mean episode profit
-    over `seeds` (ties: the lowest action index), with its level, markup m and detector δ, its
-    mean `profit` and standard error over seeds (the seed is the unit), and the undefended
-    engine's (`spec.undefended_action`) mean profit on the same draws.
-
-    The oracle is the best fixed action in hindsight on these seeds, the bound a policy evaluated
-    on the same seeds is compared with (so no interval is claimed: see `ORACLE_SCHEMA`).
-
-    Returns:
-        `ORACLE_SCHEMA` frame, one row per (alpha, k), sorted by k then alpha.
-    """
-    check_grid(alphas, ks, seeds)
-    steps = spec.episode_steps if steps is None else steps
-    grid = np.asarray(alphas, dtype=np.float64)
-    frames = []
-    for k in sorted({int(k) for k in ks}):  # the env's draws depend on K_max = K
-        profits = _profits(spec, grid, k, seeds, steps)  # (seeds, actions, alphas)
-        mean, se, _, _, n = seed_t_interval(profits)
-        best = np.argmax(mean, axis=0)
-        cells = np.arange(grid.size)
-        values = np.array([spec.action_values(a) for a in best]).reshape(-1, 3)
-        frames.append(pl.DataFrame({
-            "alpha": grid, "k": np.full(grid.size, k), "action": best, "level": values[:, 0],
-            "markup": values[:, 1], "delta": values[:, 2], "profit": mean[best, cells],
-            "profit_se": se[best, cells], "n_seeds": n[best, cells],
-            "undefended_profit": mean[spec.undefended_action],
-        }, schema=ORACLE_SCHEMA))  # fmt: skip
-    return pl.concat(frames).sort("k", "alpha")
 
 
 def oracle_markdown(oracle: pl.DataFrame) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from phantom_assets.config import AgentsConfig, MarketConfig
+from phantom_assets.config import AGENT_VALUATIONS, AgentsConfig, MarketConfig
 from phantom_assets.constants import DEFAULT_TEMPERATURE, KERNEL_STATES
 from phantom_assets.contamination.chains import validate_kernel
 from phantom_assets.lake import SPEC_ARRAYS_FILE, SPEC_SCALARS_FILE
@@ -24,9 +24,15 @@ BANK_FIELDS: tuple[str, ...] = ("engagement", "score", "weight")
 _BANK_ARRAYS: tuple[str, ...] = tuple(
     f"{actor}_{name}" for actor in ("human", "agent") for name in BANK_FIELDS
 )
+_REPLICATE_ARRAYS: tuple[str, ...] = ("human_multiplicity", "agent_multiplicity",
+                                      "demand_replicates")  # fmt: skip
 _ARRAY_FIELDS: tuple[str, ...] = (
     "kernel_human", "kernel_agent", "anchor", "product_weights", *_BANK_ARRAYS,
+    *_REPLICATE_ARRAYS,
 )  # fmt: skip
+REPLICATE_COLUMNS: tuple[str, ...] = ("mu_human", "beta_human", "sigma_human", "in_market",
+                                      "mu_agent", "beta_agent", "sigma_agent")  # fmt: skip
+"""The demand parameters of a replicate row (`demand_replicates`; NaN: the point estimate)."""
 _TUPLE_FIELDS: tuple[str, ...] = (
     "product_ids",
     "base_levels",
@@ -35,6 +41,8 @@ _TUPLE_FIELDS: tuple[str, ...] = (
     "robust_k_set",
     "states",
 )
+HAND_BUILT_VALUATION_MEAN = 1.5
+"""μ of a spec built by hand (tests, the env benchmark); compiled specs take the store's demand."""
 SOURCES: tuple[str, ...] = ("logs", "fitted", "declared", "empirical", "kernel")
 """Where a spec term comes from: the store's logs (or a fit to them), a declared assumption, the
 store's real sessions (an empirical bank) or chains sampled from its kernels."""
@@ -54,12 +62,28 @@ class MarketSpec:
         human_engagement, human_score, human_weight: the human `ChainBank` (quote-time
             engagement s in the store's signal, prefix agent score f, session demand weight).
         agent_engagement, agent_score, agent_weight: the agent bank (clean sessions).
-        mu_human, sigma_human, mu_agent, sigma_agent: Normal valuation law per class, × the
-            anchor of the wanted product. The same law by default: an agent carries its
-            principal's willingness to pay.
+        mu_human, beta_human, sigma_human: a human's valuation μ + β·g_v(s) + σ·z at the
+            engagement s of its quote (× the anchor of the wanted product; g_v with
+            `valuation_scale`): the store's demand (`store_demand`), or its revealed-preference
+            calibration where the logs do not identify it.
+        in_market: π, the share of shoppers in the market for their product.
+        mu_agent, beta_agent, sigma_agent: the agents' own law (used by `agent_fit`).
+        agent_valuation: what an agent's principal pays (`config.AGENT_VALUATIONS`); by default
+            what she would have browsing herself: an agent carries its principal's willingness
+            to pay.
+        valuation_scale: s0 of g_v (the demand was fitted with it).
+        human_multiplicity, agent_multiplicity: (B, bank size) each bank session's multiplicity
+            in each of the store's B replicates (`market.replicates`; (0, n) for a bank that is
+            not resampled, e.g. sampled chains).
+        demand_replicates: (B, len(REPLICATE_COLUMNS)) the demand refitted on each replicate
+            (NaN where it is the point estimate); B = 0: no replicates (`world.draw_world`).
         cost_share: marginal cost p_low = cost_share × anchor (per product).
         price_cap: highest quote p_high = price_cap × anchor (per product).
-        base_levels, markups, detector_strengths: the action grid (level × m × δ).
+        base_levels, markups, detector_strengths: the action grid (level × m × δ); compiled
+            from the store, it holds the store's own pricing and its best responses
+            (`optimize.centred_grid`).
+        store_markup: the store's own engagement markup m (its pricing is level 1, m, δ = 0: the
+            undefended engine); None: the grid's middle markup.
         quote_noise: w, half-width of the relative quote noise u ~ U(−1, 1).
         engagement_scale: s0 of the markup g(s) = 1 − exp(−s/s0).
         reference_engagement: s_ref, the engagement a flagged session is quoted as (at δ = 1).
@@ -91,10 +115,18 @@ class MarketSpec:
     agent_weight: np.ndarray
     product_ids: tuple[str, ...] = ()
     product_weights: np.ndarray | None = None
-    mu_human: float = _DEFAULTS.valuation_mean
+    human_multiplicity: np.ndarray | None = None
+    agent_multiplicity: np.ndarray | None = None
+    demand_replicates: np.ndarray | None = None
+    mu_human: float = HAND_BUILT_VALUATION_MEAN
+    beta_human: float = 0.0
     sigma_human: float = _DEFAULTS.valuation_sd
-    mu_agent: float = _DEFAULTS.valuation_mean
+    in_market: float = 1.0
+    mu_agent: float = HAND_BUILT_VALUATION_MEAN
+    beta_agent: float = 0.0
     sigma_agent: float = _DEFAULTS.valuation_sd
+    agent_valuation: str = _DEFAULTS.agent_valuation
+    valuation_scale: float = 10.0
     cost_share: float = _DEFAULTS.cost_share
     price_cap: float = _DEFAULTS.price_cap
     base_levels: tuple[float, ...] = _DEFAULTS.base_levels
@@ -102,6 +134,7 @@ class MarketSpec:
         m * _DEFAULTS.declared_markup for m in _DEFAULTS.markup_multiples
     )
     detector_strengths: tuple[float, ...] = _DEFAULTS.detector_strengths
+    store_markup: float | None = None
     quote_noise: float = _DEFAULTS.declared_quote_noise
     engagement_scale: float = 10.0
     reference_engagement: float = 20.0
@@ -131,12 +164,20 @@ class MarketSpec:
             object.__setattr__(self, "product_ids", tuple(f"P{i + 1:02d}" for i in range(n)))
         if self.product_weights is None:
             object.__setattr__(self, "product_weights", np.full(n, 1.0 / max(n, 1)))
+        sizes = (np.size(self.human_engagement), np.size(self.agent_engagement))
+        empty = {"human_multiplicity": (0, sizes[0]), "agent_multiplicity": (0, sizes[1]),
+                 "demand_replicates": (0, len(REPLICATE_COLUMNS))}  # fmt: skip
+        for name, shape in empty.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, np.zeros(shape))
         for name in _ARRAY_FIELDS:
             arr = np.array(getattr(self, name), dtype=np.float64, copy=True)
             arr.setflags(write=False)
             object.__setattr__(self, name, arr)
         for name in _TUPLE_FIELDS:
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        if self.store_markup is None:  # a hand-built grid: its middle markup
+            object.__setattr__(self, "store_markup", float(self.markups[len(self.markups) // 2]))
         object.__setattr__(self, "robust_k_set",
                            tuple(int(k) for k in self.robust_k_set))  # fmt: skip
         for name in ("kernel_human", "kernel_agent"):
@@ -155,10 +196,20 @@ class MarketSpec:
             and abs(float(self.product_weights.sum()) - 1.0) < 1e-9,
             "sigma_human": self.sigma_human > 0,
             "sigma_agent": self.sigma_agent > 0,
+            "in_market": 0.0 < self.in_market <= 1.0,
+            "beta_human": bool(np.isfinite(self.beta_human)),
+            "beta_agent": bool(np.isfinite(self.beta_agent)),
+            "agent_valuation": self.agent_valuation in AGENT_VALUATIONS,
+            "valuation_scale": self.valuation_scale > 0,
+            "human_multiplicity": self._replicate_shape(self.human_multiplicity, 0),
+            "agent_multiplicity": self._replicate_shape(self.agent_multiplicity, 1),
+            "demand_replicates": self.demand_replicates.ndim == 2
+            and self.demand_replicates.shape[1] == len(REPLICATE_COLUMNS),
             "cost_share": 0 <= self.cost_share < 1.0,
             "price_cap": self.price_cap > 1.0,
             "base_levels": len(self.base_levels) >= 1 and min(self.base_levels) > 0,
             "markups": len(self.markups) >= 1 and min(self.markups) >= 0,
+            "store_markup": self.store_markup >= 0,
             "detector_strengths": len(self.detector_strengths) >= 1
             and min(self.detector_strengths) == 0.0,
             "quote_noise": 0 <= self.quote_noise < 1,
@@ -182,6 +233,20 @@ class MarketSpec:
         for name, ok in checks.items():
             if not ok:
                 raise ValueError(f"MarketSpec.{name} is invalid: {getattr(self, name)!r}")
+
+    def _replicate_shape(self, multiplicity: np.ndarray, bank: int) -> bool:
+        """A (B, bank size) array of non-negative multiplicities, B = the demand replicates'
+        (or 0: the bank is not resampled)."""
+        size = np.size((self.human_engagement, self.agent_engagement)[bank])
+        rows = multiplicity.shape[0] if multiplicity.ndim == 2 else -1
+        return (multiplicity.ndim == 2 and multiplicity.shape[1] == size
+                and rows in (0, self.demand_replicates.shape[0])
+                and bool(np.all(multiplicity >= 0)))  # fmt: skip
+
+    @property
+    def replicates(self) -> int:
+        """B, the replicates of the store's sample an episode draws from (0: none)."""
+        return int(self.demand_replicates.shape[0])
 
     @property
     def banks(self) -> tuple[ChainBank, ChainBank]:
@@ -246,9 +311,11 @@ class MarketSpec:
 
     @property
     def undefended_action(self) -> int:
-        """The undefended engine: middle base level, middle (default) markup, δ = 0."""
-        levels, markups, _ = self.action_shape
-        return self.action_index(levels // 2, markups // 2, 0)
+        """The undefended engine, the store's own pricing: the grid's level nearest 1, its markup
+        nearest the store's own m (`store_markup`), δ = 0."""
+        level = int(np.argmin(np.abs(np.asarray(self.base_levels) - 1.0)))
+        markup = int(np.argmin(np.abs(np.asarray(self.markups) - self.store_markup)))
+        return self.action_index(level, markup, 0)
 
     @property
     def reward_scale(self) -> float:

@@ -2,22 +2,41 @@
 
 Every session carries hidden state -- task phase (listing, item page, cart, checkout), filters still
 to apply, items compared so far vs the number it wants to compare, the best affordable item seen,
-pending hovers on the current page, patience left, purchase intent -- and emits one canonical
-event per step from it. Because decisions depend on these counters, the emitted event sequence is
-not a first-order Markov chain. One loop iteration advances *every* live session by one event;
+pending hovers on the current page, patience left -- and emits one canonical event per step from
+it. A deciding session, done comparing (or out of patience), goes to the item it settled on and
+decides there: it adds it to the cart iff it is in the market and its valuation at that moment
+covers the storefront's quote (`simulate.demand`); either way its session ends after that.
+Because decisions depend on these counters, the emitted event sequence is not a first-order
+Markov chain. One loop iteration advances *every* live session by one event;
 there is no Python loop over sessions or events.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 # PRICED_EVENTS: events that show a product's price (each also yields a price-log record).
-from phantom_assets.constants import FILTER_EVENTS, HOVER_EVENTS, PRICED_EVENTS, VOCABULARY
+from phantom_assets.constants import (
+    CART_LOCK_EVENT,
+    FILTER_EVENTS,
+    HOVER_EVENTS,
+    PRICED_EVENTS,
+    QUOTE_EVENT,
+    VOCABULARY,
+)
 
-__all__ = ["PAGES", "PRICED_EVENTS", "Emissions", "SessionPlan", "run_sessions"]
+__all__ = [
+    "PAGES",
+    "PRICED_EVENTS",
+    "Emissions",
+    "SessionPlan",
+    "decision_views",
+    "merge_emissions",
+    "run_sessions",
+]
 
 _E = {name: i for i, name in enumerate(VOCABULARY)}
 _FILTER_CODES = np.array([_E[e] for e in FILTER_EVENTS])
@@ -61,12 +80,17 @@ class SessionPlan:
         utility: (S, P) the task's utility of each product.
         affordable: (S, P) whether a product fits the task budget.
         filter_cdf: (S, 5) cumulative weights over `constants.FILTER_EVENTS`.
-        buy: (S,) purchase intent.
+        decides: (S,) the session ends in a purchase decision (reconnaissance sessions do not).
+        in_market: (S,) it is in the market for the item it settles on.
+        valuation_base, valuation_slope: (S,) its relative valuation at the decision is
+            base + slope·g(s), s the product views before the decision view.
+        price_level: (S,) its quotes are base price × price_level × (1 + markup·g(s)).
         target_views: (S,) items to compare before deciding.
         filters: (S,) filter/sort/search actions at the start.
-        patience: (S,) most events the session emits.
+        patience: (S,) events before it stops comparing (a deciding session still decides).
         params: Per-session profile arrays (hover_mean, p_learn, p_back, p_revisit, p_refilter,
             p_search_first, p_noise, p_remove, p_abandon).
+        markup, scale: the storefront's engagement markup m and s0 of g(s) = 1 − exp(−s/s0).
     """
 
     order: np.ndarray
@@ -74,11 +98,33 @@ class SessionPlan:
     utility: np.ndarray
     affordable: np.ndarray
     filter_cdf: np.ndarray
-    buy: np.ndarray
+    decides: np.ndarray
+    in_market: np.ndarray
+    valuation_base: np.ndarray
+    valuation_slope: np.ndarray
+    price_level: np.ndarray
     target_views: np.ndarray
     filters: np.ndarray
     patience: np.ndarray
     params: dict[str, np.ndarray]
+    markup: float
+    scale: float
+
+    def subset(self, rows: np.ndarray) -> SessionPlan:
+        """The plan of the sessions selected by `rows` (a boolean mask or indices)."""
+        per_session = {
+            f.name: getattr(self, f.name)[rows]
+            for f in dataclasses.fields(self)
+            if f.name not in ("params", "markup", "scale")
+        }
+        params = {name: values[rows] for name, values in self.params.items()}
+        return dataclasses.replace(self, **per_session, params=params)
+
+    def decision_quote(self, rows: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(relative quote, relative valuation) of sessions `rows` at engagement `s`."""
+        g = -np.expm1(-s / self.scale)
+        quote = self.price_level[rows] * (1.0 + self.markup * g)
+        return quote, self.valuation_base[rows] + self.valuation_slope[rows] * g
 
 
 @dataclass(frozen=True)
@@ -90,8 +136,8 @@ class Emissions:
         event: Index into `constants.VOCABULARY`.
         product: Catalog index, -1 when the event concerns no product.
         page: Index into `PAGES`.
-        interest: Item pages the session viewed before the latest one (drives the quote: a
-            cart event is quoted at the level of the item view that led to it).
+        interest: Item pages the session viewed before the latest one (its engagement s: drives
+            the quote, and a cart event is quoted at the level of the item view that led to it).
     """
 
     session: np.ndarray
@@ -105,10 +151,11 @@ class _State:
     """Mutable hidden state of all sessions (private to `run_sessions`)."""
 
     def __init__(self, plan: SessionPlan) -> None:
-        n = plan.buy.size
+        n = plan.decides.size
         self.alive = np.ones(n, dtype=bool)
         self.phase = np.full(n, START, dtype=np.int8)
         self.patience = plan.patience.astype(np.int64).copy()
+        self.committed = np.zeros(n, dtype=bool)  # reached the cart: patience no longer ends it
         self.filters_left = plan.filters.astype(np.int64).copy()
         self.filters_done = np.zeros(n, dtype=np.int64)
         self.viewed = np.zeros(n, dtype=np.int64)
@@ -136,7 +183,8 @@ def run_sessions(plan: SessionPlan, rng: np.random.Generator) -> Emissions:
         The emitted interactions (every session starts with `session_start`).
     """
     st = _State(plan)
-    chunks: list[tuple[np.ndarray, ...]] = []
+    empty = np.zeros(0, dtype=np.int64)
+    chunks: list[tuple[np.ndarray, ...]] = [(empty,) * len(dataclasses.fields(Emissions))]
     for _ in range(MAX_STEPS):
         if not st.alive.any():
             break
@@ -144,6 +192,44 @@ def run_sessions(plan: SessionPlan, rng: np.random.Generator) -> Emissions:
     cols = [np.concatenate(c) for c in zip(*chunks, strict=True)]
     order = np.argsort(cols[0], kind="stable")
     return Emissions(*(c[order] for c in cols))
+
+
+def merge_emissions(parts: list[tuple[Emissions, np.ndarray]]) -> Emissions:
+    """One session-major `Emissions` from runs of disjoint session subsets, each given with the
+    indices its sessions have in the whole (`SessionPlan.subset`'s rows)."""
+    cols = [
+        np.concatenate(values)
+        for values in zip(
+            *[(rows[em.session], em.event, em.product, em.page, em.interest) for em, rows in parts],
+            strict=True,
+        )
+    ]
+    order = np.argsort(cols[0], kind="stable")
+    return Emissions(*(c[order] for c in cols))
+
+
+def decision_views(em: Emissions, n_sessions: int) -> np.ndarray:
+    """Per session, the index in `em` of its quoted view: the last item view before its first
+    add-to-cart, else its last item view; -1 for a session without one. The market's banks
+    quote a session at the same event (`market.bank`)."""
+    index = np.arange(em.event.size)
+    adds = em.event == _E[CART_LOCK_EVENT]
+    first_add = np.full(n_sessions, em.event.size)
+    np.minimum.at(first_add, em.session[adds], index[adds])
+    views = (em.event == _E[QUOTE_EVENT]) & (index < first_add[em.session])
+    quoted = np.full(n_sessions, -1)
+    np.maximum.at(quoted, em.session[views], index[views])
+    return quoted
+
+
+def _buys(plan: SessionPlan, m: np.ndarray, level: np.ndarray) -> np.ndarray:
+    """Which of the sessions `m`, settled on an item viewed after `level` product views, buy it:
+    in the market and valuing it at least at its quote (`SessionPlan.decision_quote`)."""
+    rows = np.flatnonzero(m)
+    quote, valuation = plan.decision_quote(rows, level[rows].astype(np.float64))
+    out = np.zeros(m.size, dtype=bool)
+    out[rows] = plan.in_market[rows] & (valuation >= quote)
+    return out
 
 
 def _arrive(
@@ -245,19 +331,21 @@ def _step(st: _State, plan: SessionPlan, rng: np.random.Generator) -> tuple[np.n
     st.learned[learn] = True
     _arrive(st, learn, ITEM_PAGE, plan, rng)
     d = m & ~learn
-    done = d & (st.viewed >= st.target)
-    ready = done & plan.buy & (st.best >= 0)
-    add = ready & (st.cur == st.best)
+    done = d & ((st.viewed >= st.target) | (plan.decides & (st.patience <= 0)))
+    ready = done & plan.decides & (st.best >= 0)
+    settled = ready & (st.cur == st.best)
+    add = settled & _buys(plan, settled, st.level)
     emit(add, _E["add_item_to_cart"], ITEM_PAGE)
     st.cart[add] = st.cur[add]
     st.phase[add] = CART
+    st.committed |= add
     _arrive(st, add, CART_PAGE, plan, rng)
-    to_best = ready & ~add
+    to_best = ready & ~settled
     st.cur[to_best] = st.best[to_best]
     emit(to_best, _E["view_item_page"], ITEM_PAGE)
     _arrive(st, to_best, ITEM_PAGE, plan, rng)
-    ended |= done & ~plan.buy
-    more = done & plan.buy & (st.best < 0)
+    ended |= (done & ~plan.decides) | (settled & ~add)
+    more = done & plan.decides & (st.best < 0)
     st.target[more] = st.viewed[more] + 1
     cont = d & ~done | more
     back = cont & (r[:, 2] < p["p_back"])
@@ -282,5 +370,6 @@ def _step(st: _State, plan: SessionPlan, rng: np.random.Generator) -> tuple[np.n
     st.level[views] = st.views[views]
     st.views += views
     st.patience -= e >= 0
-    st.alive &= ~ended & (st.patience > 0)
+    # Out of patience a session stops comparing; one that decides still decides (and checks out).
+    st.alive &= ~ended & ((st.patience > 0) | st.committed | (plan.decides & (st.viewed > 0)))
     return out, e[out], product[out], page[out], st.level[out]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import numpy as np
@@ -9,8 +10,16 @@ import polars as pl
 
 from phantom_assets.constants import INTERACTION, PRICE_LOG, STORES
 from phantom_assets.schema.raw_formats import EXPERIMENT_COLUMNS
-from phantom_assets.simulate.behaviour import PRICED_EVENTS, run_sessions
+from phantom_assets.simulate.behaviour import (
+    PRICED_EVENTS,
+    Emissions,
+    SessionPlan,
+    decision_views,
+    merge_emissions,
+    run_sessions,
+)
 from phantom_assets.simulate.catalog import Catalog, catalog_for
+from phantom_assets.simulate.demand import DemandWorld
 from phantom_assets.simulate.layout import Layout, lay_out
 from phantom_assets.simulate.params import SimulatedCorpus, SimulationParams
 from phantom_assets.simulate.planning import plan_sessions
@@ -32,11 +41,6 @@ EVENT_COLUMNS: tuple[str, ...] = (
     "session_id", "experiment_id", "store", "ts", "event", "page", "product_id", "price",
     "record_type", "user_agent", "metadata", "actor", "seq",
 )  # fmt: skip
-MARKUP_STEP = (
-    0.03  # the storefront raises a quote by 3% per item page already viewed in the session
-)
-MARKUP_CAP = 6
-QUOTE_NOISE = 0.01  # per-session price jitter (lognormal sigma)
 AGENT_SUBJECTS = ("gpt-4o-operator", "claude-computer-use", "browser-use-llama", "gemini-agent")
 _PRICE_QUOTE_CODE = len(EVENT_NAMES) - 1
 _PRICED_CODES = [EVENT_NAMES.index(e) for e in PRICED_EVENTS]
@@ -54,13 +58,16 @@ def simulate_events(params: SimulationParams) -> SimulatedCorpus:
     Returns:
         The corpus (events sorted by store, session, seq; experiments in the same order).
     """
-    events, experiments = [], []
+    events, experiments, decisions = [], [], []
     for store in params.stores:
         rng = np.random.default_rng([params.seed, STORES.index(store)])
-        store_events, store_xps = _simulate_store(store, params, rng)
+        store_events, store_xps, store_decisions = _simulate_store(store, params, rng)
         events.append(store_events)
         experiments.append(store_xps)
-    corpus = SimulatedCorpus(pl.concat(events), pl.concat(experiments), params)
+        decisions.append(store_decisions)
+    corpus = SimulatedCorpus(
+        pl.concat(events), pl.concat(experiments), params, pl.concat(decisions)
+    )
     logger.info(
         "simulated %d records in %d sessions (seed %d, separability %.2f)",
         corpus.events.height,
@@ -155,9 +162,54 @@ def _lookup_frames(
     return products, task_frame
 
 
+def _run_with_principals(
+    layout: Layout, plan: SessionPlan, world: DemandWorld, rng: np.random.Generator
+) -> tuple[Emissions, SessionPlan]:
+    """Run the store's human sessions, then its agents with their principals' valuations: each
+    agent experiment's principal values like the human population, V = μ + β·g(S) + σ·ε with
+    S the decision engagement of a random human session (`simulate.demand`)."""
+    human = ~layout.session_is_agent
+    humans = run_sessions(plan.subset(human), rng)
+    quoted = decision_views(humans, int(human.sum()))
+    pool = humans.interest[quoted[quoted >= 0]].astype(np.float64)
+    n_xp = layout.xp_is_agent.size
+    engaged = rng.choice(pool, size=n_xp) if pool.size else np.zeros(n_xp)
+    principal = world.mu + world.beta * world.g(engaged) + world.sigma * rng.standard_normal(n_xp)
+    base = np.where(human, plan.valuation_base, principal[layout.session_xp])
+    plan = dataclasses.replace(plan, valuation_base=base)
+    agents = run_sessions(plan.subset(~human), rng)
+    parts = [(humans, np.flatnonzero(human)), (agents, np.flatnonzero(~human))]
+    return merge_emissions(parts), plan
+
+
+def _decisions(
+    layout: Layout, plan: SessionPlan, em: Emissions, sessions: pl.DataFrame, store: str
+) -> pl.DataFrame:
+    """The world's truth per session at its quoted view (`SimulatedCorpus.decisions`)."""
+    quoted = decision_views(em, layout.n_sessions)
+    has_view = quoted >= 0
+    engagement = np.where(has_view, em.interest[np.maximum(quoted, 0)], 0).astype(np.float64)
+    quote, valuation = plan.decision_quote(np.arange(layout.n_sessions), engagement)
+    missing = ~has_view
+    return pl.DataFrame(
+        {
+            "store": store,
+            "session_id": sessions["session_id"],
+            "experiment_id": sessions["experiment_id"],
+            "actor": sessions["actor"],
+            "engagement": np.where(missing, np.nan, engagement),
+            "quote": np.where(missing, np.nan, quote),
+            "valuation": np.where(missing, np.nan, valuation),
+            "in_market": plan.in_market,
+            "decides": plan.decides,
+            "price_level": plan.price_level,
+        }
+    ).with_columns(pl.col("engagement", "quote", "valuation").fill_nan(None))
+
+
 def _simulate_store(
     store: str, params: SimulationParams, rng: np.random.Generator
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Simulate one store: layout -> plans -> state machines -> timing -> records."""
     catalog, tasks = catalog_for(store), tasks_for(store)
     utility, affordable = task_utilities(tasks, catalog)
@@ -165,16 +217,17 @@ def _simulate_store(
     layout = lay_out(
         params.humans_per_store, params.agents_per_store, weights, params.separability, rng
     )
-    em = run_sessions(plan_sessions(layout, tasks, utility, affordable, rng), rng)
+    world = params.demand
+    plan = plan_sessions(layout, tasks, utility, affordable, world, rng)
+    em, plan = _run_with_principals(layout, plan, world, rng)
     offset, gap = event_offsets_ms(em.session, em.event, layout, rng)
     last = np.flatnonzero(np.r_[em.session[1:] != em.session[:-1], True])
     starts = session_starts_ms(layout, offset[last], rng)
     ts = int(params.start.timestamp() * 1000) + starts[em.session] + offset
 
     priced = np.isin(em.event, _PRICED_CODES)
-    markup = 1.0 + MARKUP_STEP * np.minimum(em.interest, MARKUP_CAP)
-    noise = np.exp(QUOTE_NOISE * rng.standard_normal(layout.n_sessions))[em.session]
-    quote = np.where(priced, np.round(catalog.base_prices[em.product] * markup * noise, 2), np.nan)
+    relative, _ = plan.decision_quote(em.session, em.interest.astype(np.float64))
+    quote = np.where(priced, np.round(catalog.base_prices[em.product] * relative, 2), np.nan)
     logs = np.flatnonzero(priced)
     delay = rng.integers(PRICE_LOG_DELAY_MS[0], PRICE_LOG_DELAY_MS[1] + 1, size=logs.size)
     n_int = em.event.size
@@ -216,4 +269,4 @@ def _simulate_store(
         .select(EVENT_COLUMNS)
         .collect()
     )
-    return events, experiments
+    return events, experiments, _decisions(layout, plan, em, sessions, store)

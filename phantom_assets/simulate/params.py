@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import polars as pl
 
 from phantom_assets.constants import STORES
+from phantom_assets.simulate.demand import DEMO_DEMAND, DemandWorld
 
 __all__ = ["DEFAULT_START", "SimulatedCorpus", "SimulationParams", "params_from"]
 
@@ -26,6 +28,7 @@ class SimulationParams:
         separability: 1 = default behavioural gap, 0 = agents identical to humans, between = blend.
         stores: Stores to simulate (subset of `constants.STORES`).
         start: UTC start date; experiments start within two weeks after it.
+        demand: The stores' demand, storefront markup and price test (`simulate.demand`).
     """
 
     seed: int
@@ -34,6 +37,7 @@ class SimulationParams:
     separability: float = 1.0
     stores: tuple[str, ...] = STORES
     start: datetime = DEFAULT_START
+    demand: DemandWorld = DEMO_DEMAND
 
     def __post_init__(self) -> None:
         """Validate the parameters.
@@ -68,11 +72,16 @@ class SimulatedCorpus:
             user_agent, metadata (JSON text), actor, seq; sorted by store, session, seq.
         experiments: One row per experiment with `raw_formats.EXPERIMENT_COLUMNS`.
         params: The parameters that produced it.
+        decisions: The world's truth per session (never exported): store, session_id,
+            experiment_id, actor, engagement (product views before its quoted view, null
+            without one), quote and valuation there (× base price), in_market, decides,
+            price_level (its price-test arm × its quote noise).
     """
 
     events: pl.DataFrame
     experiments: pl.DataFrame
     params: SimulationParams
+    decisions: pl.DataFrame | None = None
 
 
 def params_from(settings_like: Any) -> SimulationParams:
@@ -80,8 +89,9 @@ def params_from(settings_like: Any) -> SimulationParams:
 
     Args:
         settings_like: A `SimulationParams` (returned as is), anything with the fields seed,
-            humans_per_store, agents_per_store, separability (a `SimulationConfig`), or anything
-            with such a `.simulation` attribute (a `Settings`).
+            humans_per_store, agents_per_store, separability, price_test_arms, engagement_slope
+            (a `SimulationConfig`), or anything with such a `.simulation` attribute (a
+            `Settings`).
 
     Raises:
         ValueError: if the object carries no simulation settings.
@@ -95,6 +105,11 @@ def params_from(settings_like: Any) -> SimulationParams:
             humans_per_store=config.humans_per_store,
             agents_per_store=config.agents_per_store,
             separability=float(config.separability),
+            demand=dataclasses.replace(
+                DEMO_DEMAND,
+                arms=tuple(float(a) for a in config.price_test_arms),
+                beta=float(config.engagement_slope),
+            ),
         )
     except AttributeError as e:
         raise ValueError(

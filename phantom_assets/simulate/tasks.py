@@ -1,9 +1,9 @@
 """Shopping tasks the simulated subjects pursue (budget traveller, honeymoon suite, ...).
 
 A task fixes what a subject wants (preferred products), what it can pay (budget), how it narrows
-the listing (weights over the filter events), which travel dates it looks at (`dateIndex` range)
-and how likely it is to buy. Humans and agents draw tasks from the same pool, so the task mix never
-separates them; only how they pursue the task does.
+the listing (weights over the filter events) and which travel dates it looks at (`dateIndex`
+range); whether it buys is the demand's (`simulate.demand`). Humans and agents draw tasks from the
+same pool, so the task mix never separates them; only how they pursue the task does.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ class Task:
         budget: Most the subject pays for the offer (EUR).
         filter_weights: Relative use of each event in `constants.FILTER_EVENTS`.
         date_range: Inclusive (low, high) range of the `dateIndex` the subject searches.
-        buy_prob: Probability that a buying session ends in a purchase intent.
         weight: Relative popularity of the task in its store.
     """
 
@@ -39,7 +38,6 @@ class Task:
     budget: float
     filter_weights: tuple[float, float, float, float, float]
     date_range: tuple[int, int]
-    buy_prob: float
     weight: float = 1.0
 
 
@@ -52,7 +50,6 @@ TASKS: tuple[Task, ...] = (
         180.0,
         (1.0, 1.0, 0.3, 3.0, 2.0),
         (0, 30),
-        0.6,
         1.5,
     ),
     Task(
@@ -62,28 +59,11 @@ TASKS: tuple[Task, ...] = (
         1000.0,
         (1.0, 1.0, 3.0, 0.3, 0.5),
         (10, 60),
-        0.5,
     ),
+    Task("business_trip", "hotel", ("R09", "R01", "R06"), 300.0, (1.5, 3.0, 0.8, 0.5, 0.5), (0, 7)),
+    Task("family_vacation", "hotel", ("R05", "R03"), 450.0, (1.0, 1.5, 2.0, 1.5, 1.0), (14, 90)),
     Task(
-        "business_trip",
-        "hotel",
-        ("R09", "R01", "R06"),
-        300.0,
-        (1.5, 3.0, 0.8, 0.5, 0.5),
-        (0, 7),
-        0.7,
-    ),
-    Task(
-        "family_vacation", "hotel", ("R05", "R03"), 450.0, (1.0, 1.5, 2.0, 1.5, 1.0), (14, 90), 0.5
-    ),
-    Task(
-        "weekend_getaway",
-        "hotel",
-        ("R02", "R04", "R06"),
-        320.0,
-        (1.0, 2.5, 1.0, 1.0, 1.0),
-        (3, 10),
-        0.55,
+        "weekend_getaway", "hotel", ("R02", "R04", "R06"), 320.0, (1.0, 2.5, 1.0, 1.0, 1.0), (3, 10)
     ),
     Task(
         "last_minute_flight",
@@ -92,7 +72,6 @@ TASKS: tuple[Task, ...] = (
         700.0,
         (1.5, 3.0, 0.3, 0.8, 1.0),
         (0, 2),
-        0.75,
         1.2,
     ),
     Task(
@@ -102,18 +81,9 @@ TASKS: tuple[Task, ...] = (
         150.0,
         (1.0, 1.0, 0.2, 3.0, 2.5),
         (7, 60),
-        0.6,
         1.5,
     ),
-    Task(
-        "business_class",
-        "airline",
-        ("F05", "F06"),
-        1500.0,
-        (1.0, 1.5, 2.0, 0.3, 0.5),
-        (1, 21),
-        0.65,
-    ),
+    Task("business_class", "airline", ("F05", "F06"), 1500.0, (1.0, 1.5, 2.0, 0.3, 0.5), (1, 21)),
     Task(
         "family_round_trip",
         "airline",
@@ -121,7 +91,6 @@ TASKS: tuple[Task, ...] = (
         450.0,
         (1.0, 2.0, 1.0, 1.5, 1.0),
         (21, 120),
-        0.5,
     ),
     Task(
         "flexible_fare",
@@ -130,7 +99,6 @@ TASKS: tuple[Task, ...] = (
         1300.0,
         (1.0, 1.5, 1.5, 0.5, 1.0),
         (0, 45),
-        0.55,
     ),
 )
 assert all(len(t.filter_weights) == len(FILTER_EVENTS) for t in TASKS)
@@ -156,7 +124,7 @@ def task_utilities(tasks: tuple[Task, ...], catalog: Catalog) -> tuple[np.ndarra
 
     Args:
         tasks: Tasks of one store.
-        catalog: That store's catalog.
+        catalog: That store"s catalog.
 
     Returns:
         `(utility, affordable)`, both shaped (n_tasks, n_products).
@@ -171,7 +139,7 @@ def task_utilities(tasks: tuple[Task, ...], catalog: Catalog) -> tuple[np.ndarra
 
 
 def _check_catalog_ids() -> None:
-    """Every preferred id of every task exists in its store's catalog (import-time guard)."""
+    """Every preferred id of every task exists in its store"s catalog (import-time guard)."""
     for task in TASKS:
         catalog = catalog_for(task.store)
         for product_id in task.preferred:

@@ -25,6 +25,7 @@ from phantom_assets.constants import DEMAND_WEIGHTS, END_TOKEN, KERNEL_STATES, S
 from phantom_assets.fingerprint.calibration import apply_logistic
 from phantom_assets.lake import alpha_from_key, alpha_key
 from phantom_assets.market import MarketSpec, engagement_w1, make_env
+from phantom_assets.market.demand import read_store_demand
 from phantom_assets.market.prices import read_store_prices
 from tests.built_pipeline import BuiltPipeline
 from tests.pipeline_helpers import demo_definitions
@@ -260,10 +261,13 @@ def test_market_spec_round_trips_with_the_store_kernels_in_row_orientation(
     assert back._scalars() == spec._scalars()
     np.testing.assert_array_equal(back.agent_score, spec.agent_score)
     prices = read_store_prices(built.settings.lake.store_prices_dir(store))
-    # One product per anchor the logs identified; the tiny stores have too few price logs, so
-    # they get the declared catalogue (and say so).
-    assert prices.source == "declared" and "< min_store_quotes" in prices.reason
-    assert spec.n_products == built.settings.market.declared_products
+    # One product per anchor the logs identified (the tiny stores log enough view quotes).
+    assert prices.source == "logs" and spec.sources["anchor"] == "logs"
+    assert spec.product_ids == tuple(prices.anchors.sort("product_id")["product_id"])
+    # Their dozen human subjects decide too rarely to identify a demand: revealed preference.
+    demand = read_store_demand(built.settings.lake.demand_dir(store))
+    assert demand.source == "declared" and spec.sources["valuation"] == "declared"
+    assert spec.replicates == built.settings.market.store_replicates
     human = _kernel_probs(built, store, "human")
     index = {s: i for i, s in enumerate(KERNEL_STATES)}
     for (src, dst), prob in human.items():
@@ -442,20 +446,20 @@ def test_alpha_hat_ci_check_is_evaluated_on_every_partition_and_follows_the_repo
 
 @pytest.mark.parametrize("store", STORES)
 def test_market_sensitivity_has_one_contract_row_per_declared_grid_point(built: Built, store: str):
-    from phantom_assets.evaluation import SENSITIVITY_SCHEMA
+    from phantom_assets.evaluation import SENSITIVITY_SCHEMA, assumption_grid
     from phantom_assets.lake import SENSITIVITY_FILE, SENSITIVITY_MD_FILE
 
     folder = built.settings.lake.sensitivity_dir(store)
     table = pl.read_parquet(folder / SENSITIVITY_FILE)
     market = built.settings.market
     spec = MarketSpec.load(built.settings.lake.market_dir(store))
-    s0_points = 1 if spec.sources["engagement_scale"] != "declared" else len(
-        market.sensitivity_engagement_scales)  # fmt: skip
+    expected = assumption_grid(spec, market, lambda s0: spec.store_markup)
     assert table.schema == pl.Schema(SENSITIVITY_SCHEMA)
-    assert table.height == len(market.sensitivity_valuation_means) * s0_points
+    assert table["term"].to_list() == [values["term"] for values, _ in expected]
     assert table["nominal"].sum() == 1  # the market's own point is on the grid
-    own = table.filter(pl.col("nominal"))
-    assert own["valuation_mean"].item() == spec.mu_human
+    own = table.filter(pl.col("nominal")).row(0, named=True)
+    assert (own["cost_share"], own["price_cap"], own["agent_valuation"], own["in_market"]) == (
+        spec.cost_share, spec.price_cap, spec.agent_valuation, spec.in_market)  # fmt: skip
     assert "| conclusion | holds at |" in (folder / SENSITIVITY_MD_FILE).read_text()
     report = json.loads(built.settings.lake.certification_report(store).read_text())
     assumptions = report["gate"]["assumptions"]

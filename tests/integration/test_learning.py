@@ -7,12 +7,10 @@ and at the training α it halves the regret of the same tier untrained (same see
 step). v1's learned tiers collapsed to one constant price; an untrained network passes a loose
 regret bound by chance on this market, so the comparison with itself untrained is what can fail.
 
-And the README's claim ("Adaptive policies"), on held-out episode seeds: on this market (the
-declared prices: quote noise 0.2) adapting to the observed agent share can pay only at α = 1 with
-K = 8 -- tuned-static's regret against the oracle, the most any α-aware rule gains over it, is 0
-in every other cell -- and the Q-table trained on the band does adapt there, but it gives the
-gain back at α = 1 with K = 2, which it cannot tell from K = 8 (K is not observed): its worst-case
-regret is not below tuned-static's.
+And on held-out episode seeds: on this market (the declared prices: quote noise 0.2) adapting
+to the observed agent share could pay most at α = 1 with K = 8 -- tuned-static's regret against
+the oracle, the most any α-aware rule gains over it, is about 10% there and under 2% elsewhere --
+and the Q-table trained on the band does not earn it: its profit is tuned-static's in every cell.
 """
 
 from __future__ import annotations
@@ -30,11 +28,11 @@ from phantom_assets.evaluation import (
     evaluate_policy,
     fixed_action_profits,
     nominal_rows,
+    oracle_profits,
     paired_differences,
     regret_table,
 )
-from phantom_assets.market import demo_spec, training_law
-from phantom_assets.market.oracle import market_oracle
+from phantom_assets.market import demo_spec, market_oracle, training_law
 from phantom_assets.market.response import best_undefended_response
 from phantom_assets.policies import (
     LEARNABLE_TIERS,
@@ -61,7 +59,10 @@ NOISE = 1e-6
 
 @pytest.fixture(scope="module")
 def market():
-    return demo_spec(0, SETTINGS.market)
+    """The demo kernels' market with valuations that ignore engagement (1.5 × anchor, everyone
+    in the market), on the configured starting grid: the store's own engagement pricing is far
+    from its best, and an untrained policy far from the oracle."""
+    return demo_spec(0, SETTINGS.market, mu_human=1.5, beta_human=0.0, in_market=1.0)
 
 
 @pytest.fixture(scope="module")
@@ -125,32 +126,28 @@ def held_out(market, oracle_table):
         rows.append(nominal_rows(runner, ALPHAS, KS, HELD_OUT, ["fitted"]).with_columns(labels))
         traces.append(action_traces(runner, ALPHAS, KS, HELD_OUT).with_columns(labels))
     nominal, steps = pl.concat(rows), pl.concat(traces)
-    actions = sorted({*oracle_table["action"].to_list(), *steps["action"].to_list()})
-    fixed = fixed_action_profits(market, actions, nominal)
+    fixed = fixed_action_profits(market, sorted(set(steps["action"].to_list())), nominal)
     pairs = comparison_pairs(nominal.select("policy", "tier", "mode", "train_alpha").unique())
     gain = paired_differences(nominal, pairs.filter(comparison="vs_tuned_static"), ["profit"])
-    return regret_table(nominal, oracle_table, fixed), adaptivity_table(steps, nominal, fixed), gain
+    regret = regret_table(nominal, oracle_profits(market, oracle_table, nominal))
+    return regret, adaptivity_table(steps, nominal, fixed), gain
 
 
-def test_adapting_can_pay_only_at_alpha_1_with_k_8_on_this_market(held_out):
+def test_adapting_can_pay_most_at_alpha_1_with_k_8_on_this_market(held_out):
+    """Tuned-static's regret against the oracle (refined per cell on the continuous action space)
+    is the most any α-aware rule can gain over it: about 10% at α = 1 with K = 8, under 2%
+    everywhere else, and never negative (no fixed action beats the oracle on its seeds)."""
     regret = held_out[0].filter(policy="tuned")
-    # A fixed action replayed sums its steps in another order than the env: 1e-10 noise.
-    pays = regret.filter(pl.col("ci_low") > NOISE).select("alpha", "k").rows()
-    assert pays == [(1.0, 8)], regret
-    assert (regret.filter(pl.col("ci_low") <= NOISE)["regret"].abs() < NOISE).all()
+    relative = {(r["alpha"], r["k"]): r["relative_regret"] for r in regret.iter_rows(named=True)}
+    assert max(relative, key=relative.get) == (1.0, 8) and relative[(1.0, 8)] > 0.05
+    assert all(value < 0.02 for cell, value in relative.items() if cell != (1.0, 8)), relative
+    assert (regret["ci_high"] > -NOISE).all()
 
 
-def test_the_band_trained_qtable_adapts_but_its_worst_case_regret_is_not_below_tuned_statics(
-    held_out,
-):
-    regret, adaptivity, gain = held_out
-    modal = {(r["alpha"], r["k"]): r["modal_label"]
-             for r in adaptivity.filter(policy="qtable").iter_rows(named=True)}  # fmt: skip
-    assert modal[(0.0, 8)] != modal[(1.0, 8)] and modal[(1.0, 2)] == modal[(1.0, 8)]
-    at = {(r["alpha"], r["k"]): r for r in gain.iter_rows(named=True)}
-    # Gained at K = 8, lost at K = 2.
-    assert at[(1.0, 8)]["ci_low"] > NOISE > -NOISE > at[(1.0, 2)]["ci_high"]
-    worst = {p: part.sort("regret").row(-1, named=True)
-             for (p,), part in regret.group_by("policy")}  # fmt: skip
-    assert (worst["qtable"]["alpha"], worst["qtable"]["k"]) == (1.0, 2)
-    assert worst["qtable"]["ci_high"] >= worst["tuned"]["ci_low"]  # not below with a CI
+def test_the_band_trained_qtable_does_not_earn_what_adapting_could(held_out):
+    """The Q-table trained on the band earns no more than tuned-static in any cell (its gain's
+    interval never above 0), so its worst-case regret is not below tuned-static's."""
+    regret, _, gain = held_out
+    assert (gain["ci_low"] <= NOISE).all(), gain
+    worst = {p: part["regret"].max() for (p,), part in regret.group_by("policy")}
+    assert worst["qtable"] >= worst["tuned"] - NOISE

@@ -8,7 +8,6 @@
     coi = observed_coi(store_quotes, model.anchors)     # premium by class, clustered CIs
     diff = coi_difference(store_quotes, model.anchors)  # human - agent, Welch cluster t
     figure = plot_observed_coi(coi, diff, s)
-    bound = valuation_bound(store_quotes, model.anchors, sigma_rel=0.2)
 
 `exclusion_counts` counts the price logs by outcome; `view_quotes` keeps the usable item-view
 quotes, the only ones the price model and the observed COI use (cart and checkout logs repeat the
@@ -38,7 +37,6 @@ from phantom_assets.market.prices.result import (
     price_model_markdown,
 )
 from phantom_assets.market.prices.store import read_store_prices, write_store_prices
-from phantom_assets.market.prices.valuation import ValuationBound, valuation_bound
 
 __all__ = [
     "ANCHOR_SCHEMA",
@@ -48,7 +46,6 @@ __all__ = [
     "CoiDifference",
     "PriceFitParams",
     "PriceModel",
-    "ValuationBound",
     "coi_difference",
     "declared_price_model",
     "exclusion_counts",
@@ -60,7 +57,6 @@ __all__ = [
     "quote_features",
     "read_store_prices",
     "signal_column",
-    "valuation_bound",
     "view_quotes",
     "write_store_prices",
 ]

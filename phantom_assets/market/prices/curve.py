@@ -27,6 +27,7 @@ S0_SPAN = 1e3  # log s0 is searched within [max(s)/S0_SPAN, max(s)·S0_SPAN]
 _GRID = 24  # grid points over log s0 for the starting value
 _START_ROWS = 8_192  # rows the starting grid is evaluated on
 _AT_BOUND = 1e-4  # distance (in parameter units) that counts as sitting on a bound
+_PROJECTIONS = 50  # alternating projections of the two-way partialling out
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,19 @@ def _within(x: np.ndarray, product: np.ndarray, counts: np.ndarray) -> np.ndarra
     return np.column_stack([_within(col, product, counts) for col in x.T])
 
 
+def _two_way_within(
+    x: np.ndarray, product: np.ndarray, counts: np.ndarray, cluster: np.ndarray
+) -> np.ndarray:
+    """(N, k) `x` with its product and cluster means partialled out (alternating projections)."""
+    sizes = np.maximum(np.bincount(cluster), 1).astype(np.float64)
+    out = x.copy()
+    for _ in range(_PROJECTIONS):
+        out = _within(out, product, counts)
+        means = np.column_stack([np.bincount(cluster, col, sizes.size) / sizes for col in out.T])
+        out = out - means[cluster]
+    return _within(out, product, counts)
+
+
 def _start(y: np.ndarray, s: np.ndarray, product: np.ndarray, bounds) -> np.ndarray:
     """Best (m, log s0) on a grid of log s0 with m from the linearised model (on at most
     `_START_ROWS` evenly spaced rows: it only picks the optimiser's starting point)."""
@@ -100,6 +114,7 @@ def fit_curve(
     cluster: np.ndarray,
     log_s0: float | None = None,
     covariance: bool = True,
+    absorbed: bool = False,
 ) -> CurveFit:
     """Fit the model by profiled NLS; CR3 covariance clustered by `cluster`.
 
@@ -110,6 +125,10 @@ def fit_curve(
         cluster: (N,) cluster (experiment) index in [0, G); every cluster present.
         log_s0: hold log s0 at this value and fit m only (None: fit both).
         covariance: compute the CR3 covariance and df (cross-validation skips them).
+        absorbed: `y` had a level per cluster taken out (experiment fixed effects): the curve
+            parameters' covariance then comes from their Jacobian with both the product and the
+            cluster means partialled out (Frisch-Waugh-Lovell), so the levels' estimation is
+            accounted for.
     """
     counts = np.bincount(product).astype(np.float64)
     yw = _within(y, product, counts)
@@ -141,6 +160,11 @@ def fit_curve(
         dummies[np.arange(y.size), product] = 1.0
         jac_full = np.column_stack([dummies, deriv[:, :k]])
         vcov, df, adjusted = cluster_vcov(jac_full, residuals, cluster)
+        if absorbed:
+            partialled = _two_way_within(deriv[:, :k], product, counts, cluster)
+            curve_vcov, curve_df, _ = cluster_vcov(partialled, residuals, cluster)
+            vcov[counts.size :, counts.size :] = curve_vcov
+            df[counts.size :] = curve_df
     at_bound = bool(
         np.any(np.abs(result.x - np.asarray(lo[:k])) < _AT_BOUND)
         or np.any(np.abs(result.x - np.asarray(hi[:k])) < _AT_BOUND)

@@ -14,6 +14,10 @@ Only quotes shown at an item view fit the price model (`QUOTE_EVENT`): cart, che
 logs repeat the price locked at the view, so using them would count one quote several times. They
 are kept (and counted) with their showing event in `event`.
 
+`decision` marks a session's *quoted view*, the market's unit of a purchase decision
+(`market.bank`): the last item view before the session's first add-to-cart, else its last item
+view. `store_demand` fits purchases at those quotes.
+
 Nothing is silently lost (docs/method.md#bad-input): every price log comes back, with `reason` null
 when it is usable and otherwise one of `constants.PRICE_EXCLUSION_REASONS` (first that applies, in
 order).
@@ -25,6 +29,7 @@ import polars as pl
 
 from phantom_assets.constants import (
     ABSURD_PRICE_FACTOR,
+    CART_LOCK_EVENT,
     ENGAGEMENT_SIGNALS,
     INTERACTION,
     MAX_QUOTE_DELAY_MS,
@@ -50,7 +55,7 @@ EVENT_INPUT_COLUMNS: tuple[str, ...] = (
 """Canonical event columns `quote_features` reads (a subset of `constants.CANONICAL_COLUMNS`)."""
 QUOTE_COLUMNS: tuple[str, ...] = (
     "store", "session_id", "experiment_id", "actor", "product_id", "price", "event", "ts",
-    "shown_ts", *(f"s_{name}" for name in ENGAGEMENT_SIGNALS), "bought", "batch_id",
+    "shown_ts", *(f"s_{name}" for name in ENGAGEMENT_SIGNALS), "bought", "decision", "batch_id",
     "source_row", "reason",
 )  # fmt: skip
 """Columns of `quote_features`' frame, in order."""
@@ -132,7 +137,8 @@ def quote_features(events: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
         product_id, price, ts, batch_id, source_row`; `event` and `shown_ts` of the showing
         interaction; `s_<signal>` (Float64) the session's engagement before it under every
         candidate signal; `bought` (the session completed a purchase of the product after the
-        showing interaction and before its next view of that product); `reason` (null = usable).
+        showing interaction and before its next view of that product); `decision` (the
+        session's quoted view, module docstring); `reason` (null = usable).
 
     Raises:
         ValueError: naming the missing columns.
@@ -155,6 +161,7 @@ def quote_features(events: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     buys = interactions.filter(pl.col("event") == PRICED_EVENTS[-1]).select(
         *_KEY, pl.col("pos").alias("buy_pos")
     )
+    quoted = _quoted_views(rows)
     logs = rows.filter(pl.col("record_type") == PRICE_LOG).select(
         "store", "session_id", "experiment_id", "actor", "product_id", "price", "ts", "batch_id",
         "source_row", "pos",
@@ -188,7 +195,15 @@ def quote_features(events: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
             **after,
         )
         .join_asof(buys.sort("buy_pos"), right_on="buy_pos", **after)
+        .join(quoted, on="session_id", how="left")
         .with_columns(
+            (
+                pl.col("reason").is_null()
+                & (pl.col("event") == QUOTE_EVENT)
+                & (pl.col("shown_pos") == pl.col("quoted_pos"))
+            )
+            .fill_null(False)
+            .alias("decision"),
             pl.when(pl.col("reason").is_null())
             .then(
                 pl.col("buy_pos").is_not_null()
@@ -205,6 +220,25 @@ def quote_features(events: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
         .sort("pos")
         .select(QUOTE_COLUMNS)
         .collect()
+    )
+
+
+def _quoted_views(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """`session_id, quoted_pos`: each session's last item view before its first add-to-cart
+    (else its last item view), in trajectory position."""
+    interaction = pl.col("record_type") == INTERACTION
+    first_add = (
+        pl.when(interaction & (pl.col("event") == CART_LOCK_EVENT)).then(pl.col("pos")).min()
+    )
+    return (
+        rows.with_columns(first_add.over("session_id").alias("first_add"))
+        .filter(
+            interaction,
+            pl.col("event") == QUOTE_EVENT,
+            pl.col("first_add").is_null() | (pl.col("pos") < pl.col("first_add")),
+        )
+        .group_by("session_id")
+        .agg(pl.col("pos").max().alias("quoted_pos"))
     )
 
 

@@ -73,8 +73,11 @@ class PriceModel:
         s0: Engagement scale of the curve, in the signal's units (None: the market's rule).
         s0_ci: CI of s0 (NaN unless fitted).
         s0_source: "fitted" or "declared" (not identifiable from the logs, or no logs).
-        noise_sd: σ, SD of the log residuals (relative quote dispersion).
+        noise_sd: σ, SD of the log residuals within experiments (relative quote dispersion).
         noise_sd_ci: CI of σ.
+        arm_sd: SD of the experiments' price levels beyond the within noise (a price test's
+            arms; NaN when declared).
+        arm_p: one-way ANOVA p of an experiment price level effect (NaN when declared).
         n_quotes: Usable view quotes fitted.
         n_sessions: Sessions among them.
         n_experiments: Experiments among them (the cluster count).
@@ -103,6 +106,8 @@ class PriceModel:
     excluded: dict[str, int] = field(default_factory=dict)
     level: float = 0.95
     ci_method: str = ""
+    arm_sd: float = math.nan
+    arm_p: float = math.nan
 
     def __post_init__(self) -> None:
         """Raises ValueError naming a bad source, signal or anchor schema."""
@@ -142,6 +147,7 @@ class PriceModel:
             "quote_noise_ci_high": num(self.quote_noise_ci[1]),
             "noise_sd": num(self.noise_sd), "noise_sd_ci_low": num(self.noise_sd_ci[0]),
             "noise_sd_ci_high": num(self.noise_sd_ci[1]),
+            "arm_sd": num(self.arm_sd), "arm_p": num(self.arm_p),
             "markup": num(self.markup), "markup_ci_low": num(self.markup_ci[0]),
             "markup_ci_high": num(self.markup_ci[1]), "markup_source": self.markup_source,
             "s0": num(self.s0), "s0_ci_low": num(self.s0_ci[0]), "s0_ci_high": num(self.s0_ci[1]),
@@ -191,8 +197,12 @@ def price_model_markdown(model: PriceModel) -> str:
         "engagement signal": model.signal,
         "markup m": f"{model.markup:.4g}{ci(model.markup_ci)} ({model.markup_source})",
         "engagement scale s0": f"{s0} ({model.s0_source})",
-        "quote noise σ (w = √3·σ)": f"{model.noise_sd:.4g}{ci(model.noise_sd_ci)} "
-        f"(w = {model.quote_noise:.4g})",
+        "quote noise σ within experiments (w = √3·σ)": (
+            f"{model.noise_sd:.4g}{ci(model.noise_sd_ci)} (w = {model.quote_noise:.4g})"
+        ),
+        "price test (experiment levels)": "—"
+        if not math.isfinite(model.arm_sd)
+        else f"SD {model.arm_sd:.3g} (F test p = {model.arm_p:.2g})",
         "products / view quotes / sessions / experiments": f"{model.anchors.height} / "
         f"{model.n_quotes:,} / {model.n_sessions:,} / {model.n_experiments:,}",
         "excluded price logs": ", ".join(f"{k} {v}" for k, v in model.excluded.items() if v)

@@ -111,6 +111,7 @@ def read_store_prices(folder: Path) -> PriceModel:
             n_experiments=int(payload["n_experiments"]),
             excluded={k: int(v) for k, v in payload["excluded"].items()},
             level=float(payload["level"]), ci_method=payload["ci_method"],
+            arm_sd=_num(payload.get("arm_sd")), arm_p=_num(payload.get("arm_p")),
         )  # fmt: skip
     except (TypeError, ValueError, AttributeError) as e:
         raise ValueError(f"{folder / PRICE_MODEL_FILE}: invalid price model ({e})") from e

@@ -15,8 +15,11 @@ from phantom_assets.evaluation import (
     adaptivity_table,
     evaluate_policy,
     fixed_action_profits,
+    oracle_profits,
     regret_table,
 )
+from phantom_assets.market.columns import Column
+from phantom_assets.market.oracle import action_totals
 from tests.unit.evaluation.conftest import action
 
 SEEDS = [100, 101, 102, 103, 104]
@@ -37,50 +40,93 @@ def test_a_replayed_fixed_action_earns_exactly_the_episode_profit_of_the_policy_
 
 def _nominal(profits: dict[tuple[str, float], np.ndarray], k: int = 2) -> pl.DataFrame:
     """Fitted rows with these per-seed profits for each (policy, α), plus a permuted twin."""
-    rows = [{"policy": policy, **LABELS, "alpha": alpha, "k": k, "detector": detector,
-             "seed": seed, "train_seed": 0, "profit": float(value)}
-            for (policy, alpha), values in profits.items()
-            for seed, value in zip(SEEDS, values, strict=True)
-            for detector in ("fitted", "permuted")]  # fmt: skip
+    rows = [
+        {
+            "policy": policy,
+            **LABELS,
+            "alpha": alpha,
+            "k": k,
+            "detector": detector,
+            "seed": seed,
+            "train_seed": 0,
+            "profit": float(value),
+        }
+        for (policy, alpha), values in profits.items()
+        for seed, value in zip(SEEDS, values, strict=True)
+        for detector in ("fitted", "permuted")
+    ]
     return pl.DataFrame(rows).with_columns(pl.col("detector").cast(pl.String))
 
 
 def _fixed(profits: dict[tuple[int, float], np.ndarray], k: int = 2) -> pl.DataFrame:
-    rows = [(action, alpha, k, seed, float(value)) for (action, alpha), values in profits.items()
-            for seed, value in zip(SEEDS, values, strict=True)]  # fmt: skip
+    rows = [
+        (action, alpha, k, seed, float(value))
+        for (action, alpha), values in profits.items()
+        for seed, value in zip(SEEDS, values, strict=True)
+    ]
     return pl.DataFrame(rows, schema=FIXED_SCHEMA, orient="row")
+
+
+def _oracle(profits: dict[float, np.ndarray], k: int = 2) -> pl.DataFrame:
+    """`oracle_profits`-shaped rows: the oracle action's profit per (α, seed)."""
+    rows = [
+        (alpha, k, seed, float(value))
+        for alpha, values in profits.items()
+        for seed, value in zip(SEEDS, values, strict=True)
+    ]
+    return pl.DataFrame(rows, schema=["alpha", "k", "seed", "profit"], orient="row")
 
 
 def test_regret_pairs_the_oracle_actions_profit_with_the_policys_by_seed():
     rng = np.random.default_rng(0)
     policy, oracle_profit = rng.normal(90, 5, 5), rng.normal(100, 5, 5)
     nominal = _nominal({("p", 0.5): policy})
-    fixed = _fixed({(7, 0.5): oracle_profit, (8, 0.5): oracle_profit + 50})
-    oracle = pl.DataFrame({"alpha": [0.5], "k": [2], "action": [7]})
-    row = regret_table(nominal, oracle, fixed).row(0, named=True)
+    row = regret_table(nominal, _oracle({0.5: oracle_profit})).row(0, named=True)
     diffs = oracle_profit - policy
     low, high = stats.t.interval(0.95, 4, diffs.mean(), stats.sem(diffs))
     assert row["regret"] == pytest.approx(diffs.mean()) and row["n"] == 5
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high))
     assert row["relative_regret"] == pytest.approx(diffs.mean() / oracle_profit.mean())
-    assert regret_table(nominal, oracle, fixed).schema == pl.Schema(REGRET_SCHEMA)
+    assert regret_table(nominal, _oracle({0.5: oracle_profit})).schema == pl.Schema(REGRET_SCHEMA)
 
 
-def test_regret_refuses_an_oracle_without_actions_or_fixed_profits_of_them():
+def test_regret_refuses_an_oracle_without_the_policies_seeds(spec):
     nominal = _nominal({("p", 0.5): np.ones(5)})
-    with pytest.raises(ValueError, match="action"):
-        regret_table(nominal, pl.DataFrame({"alpha": [0.5], "k": [2]}), _fixed({}))
-    oracle = pl.DataFrame({"alpha": [0.5], "k": [2], "action": [9]})
-    with pytest.raises(ValueError, match="fixed-action profits"):
-        regret_table(nominal, oracle, _fixed({(7, 0.5): np.ones(5)}))
+    with pytest.raises(ValueError, match="oracle's actions"):
+        regret_table(nominal, _oracle({1.0: np.ones(5)}))
+    with pytest.raises(ValueError, match="level"):
+        oracle_profits(spec, pl.DataFrame({"alpha": [0.5], "k": [2], "action": [9]}), nominal)
+
+
+def test_oracle_profits_replay_the_oracles_continuous_action_on_the_policies_seeds(spec):
+    oracle = pl.DataFrame(
+        {"alpha": [0.5], "k": [2], "level": [1.07], "markup": [0.31], "delta": [0.4]}
+    )
+    nominal = _nominal({("p", 0.5): np.ones(5)})
+    profits = oracle_profits(spec, oracle, nominal)
+    expected = action_totals(spec, [(1.07, 0.31, 0.4)], [0.5], 2, SEEDS)[0, :, 0, Column.PROFIT]
+    assert profits["seed"].to_list() == SEEDS
+    np.testing.assert_allclose(profits["profit"].to_numpy(), expected)
 
 
 def _traces(plays: dict[tuple[str, float], list[int]], k: int = 2) -> pl.DataFrame:
-    rows = [{"policy": policy, **LABELS, "alpha": alpha, "k": k, "seed": seed, "step": step,
-             "action": played, "level": 1.0 + played / 10, "markup": 0.0,
-             "detector_strength": 0.0}
-            for (policy, alpha), actions in plays.items() for seed in SEEDS
-            for step, played in enumerate(actions)]  # fmt: skip
+    rows = [
+        {
+            "policy": policy,
+            **LABELS,
+            "alpha": alpha,
+            "k": k,
+            "seed": seed,
+            "step": step,
+            "action": played,
+            "level": 1.0 + played / 10,
+            "markup": 0.0,
+            "detector_strength": 0.0,
+        }
+        for (policy, alpha), actions in plays.items()
+        for seed in SEEDS
+        for step, played in enumerate(actions)
+    ]
     return pl.DataFrame(rows)
 
 
@@ -89,12 +135,25 @@ def test_adaptivity_measures_the_switch_and_its_gain_over_the_policys_own_best_f
     5 earns 12): its own best fixed action is 5 (mean 6 > 5), so switching earns 10 at α = 0, 0
     at α = 1 and 5 over the grid; `constant` plays 3 everywhere and earns nothing over it."""
     noise = np.random.default_rng(1).normal(0, 0.1, 5)
-    fixed = _fixed({(3, 0.0): 10 + noise, (3, 1.0): 0 * noise, (5, 0.0): 0 * noise,
-                    (5, 1.0): 12 + noise})  # fmt: skip
-    traces = _traces({("switch", 0.0): [3, 3, 3, 3], ("switch", 1.0): [5, 5, 5, 3],
-                      ("constant", 0.0): [3] * 4, ("constant", 1.0): [3] * 4})  # fmt: skip
-    nominal = _nominal({("switch", 0.0): 10 + noise, ("switch", 1.0): 12 + noise,
-                        ("constant", 0.0): 10 + noise, ("constant", 1.0): 0 * noise})  # fmt: skip
+    fixed = _fixed(
+        {(3, 0.0): 10 + noise, (3, 1.0): 0 * noise, (5, 0.0): 0 * noise, (5, 1.0): 12 + noise}
+    )
+    traces = _traces(
+        {
+            ("switch", 0.0): [3, 3, 3, 3],
+            ("switch", 1.0): [5, 5, 5, 3],
+            ("constant", 0.0): [3] * 4,
+            ("constant", 1.0): [3] * 4,
+        }
+    )
+    nominal = _nominal(
+        {
+            ("switch", 0.0): 10 + noise,
+            ("switch", 1.0): 12 + noise,
+            ("constant", 0.0): 10 + noise,
+            ("constant", 1.0): 0 * noise,
+        }
+    )
     out = adaptivity_table(traces, nominal, fixed)
     assert out.schema == pl.Schema(ADAPTIVITY_SCHEMA) and out.height == 2 * 3
     switch = {row["alpha"]: row for row in out.filter(policy="switch").iter_rows(named=True)}
@@ -114,5 +173,4 @@ def test_adaptivity_measures_the_switch_and_its_gain_over_the_policys_own_best_f
 def test_adaptivity_refuses_fixed_profits_without_an_action_a_policy_plays():
     traces = _traces({("p", 0.0): [3, 4]})
     with pytest.raises(ValueError, match="lacks actions"):
-        adaptivity_table(traces, _nominal({("p", 0.0): np.ones(5)}),
-                         _fixed({(3, 0.0): np.ones(5)}))  # fmt: skip
+        adaptivity_table(traces, _nominal({("p", 0.0): np.ones(5)}), _fixed({(3, 0.0): np.ones(5)}))

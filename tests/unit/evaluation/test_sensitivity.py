@@ -27,20 +27,26 @@ from phantom_assets.evaluation.sensitivity import sensitivity_point
 from phantom_assets.market import MarketSpec, demo_spec
 from phantom_assets.market.columns import STEP_COLUMNS
 from phantom_assets.market.draws import engagement_strata
-from phantom_assets.market.oracle import fixed_action_totals
+from phantom_assets.market.oracle import action_totals, fixed_action_totals
 from tests.unit.evaluation.conftest import action
 
-DESIGN = SensitivityDesign(alpha_grid=(0.0, 0.5, 1.0), radius=0.2, k=4,
-                           selection_seeds=tuple(range(4)), test_seeds=tuple(range(100, 124)),
-                           max_human_harm=0.02)  # fmt: skip
+DESIGN = SensitivityDesign(
+    alpha_grid=(0.0, 0.5, 1.0),
+    radius=0.2,
+    k=4,
+    selection_seeds=tuple(range(4)),
+    test_seeds=tuple(range(100, 124)),
+    max_human_harm=0.02,
+)
 """24 held-out seeds: as many as the gate is calibrated for, so only the effects can fail."""
 
 
 @pytest.fixture(scope="module")
 def market() -> MarketSpec:
-    """A small demo market whose valuations make a defence pay (its best actions use m > 0)."""
+    """A small demo market whose demand (revealed preference: valuations rise with engagement)
+    makes a defence pay: agents carry their principals' valuations but engage little."""
     config = MarketConfig(chain_bank_size=600, shoppers_per_step=40, episode_steps=6)
-    return demo_spec(1, config, mu_human=2.0, mu_agent=2.0)
+    return demo_spec(1, config)
 
 
 @pytest.mark.parametrize("detector", ["fitted", "permuted"])
@@ -56,29 +62,73 @@ def test_fixed_action_totals_are_the_protocols_episodes_of_that_action(spec, det
                 np.testing.assert_allclose(totals[0, :, j, i], episode, rtol=1e-12, err_msg=name)
 
 
-def test_the_assumption_grid_sweeps_valuations_and_a_declared_s0_with_m_refitted(spec):
-    points = assumption_grid(spec, (1.0, 2.0), (0.5, 1.0), lambda s0: 0.1 * s0, (0.0, 1.0))
-    assert len(points) == 4 and sum(values["nominal"] for values, _ in points) == 0
+def test_the_assumption_grid_moves_one_declared_term_at_a_time(spec):
+    config = MarketConfig(
+        sensitivity_cost_shares=(0.3,),
+        sensitivity_price_caps=(3.0,),
+        sensitivity_agent_valuations=("human_unengaged",),
+        sensitivity_in_market=(0.25,),
+        sensitivity_engagement_scales=(2.0,),
+    )
+    # The demo spec declares its demand (revealed preference) and s0: both are swept.
+    points = assumption_grid(spec, config, lambda s0: 0.1 * s0, beta_interval=(0.1, 0.9))
+    terms = [values["term"] for values, _ in points]
+    assert terms == [
+        "nominal",
+        "cost_share",
+        "price_cap",
+        "agent_valuation",
+        "in_market",
+        "engagement_scale",
+    ]
+    assert [values["nominal"] for values, _ in points] == [True] + [False] * 5
     for values, market in points:
-        assert market.mu_human == market.mu_agent == values["valuation_mean"]
-        assert market.engagement_scale == pytest.approx(
-            spec.engagement_scale * values["engagement_scale_multiple"])  # fmt: skip
-        assert market.markups == (0.0, pytest.approx(0.1 * market.engagement_scale))
-    fitted = dataclasses.replace(spec, sources={**spec.sources, "engagement_scale": "logs"})
-    own = assumption_grid(fitted, (spec.mu_human,), (0.5, 1.0), lambda s0: 0.2, (1.0,))
-    assert len(own) == 1 and own[0][0]["nominal"]  # a fitted s0 is not swept
+        changed = {
+            name
+            for name in (
+                "cost_share",
+                "price_cap",
+                "agent_valuation",
+                "in_market",
+                "engagement_scale",
+            )
+            if getattr(market, name) != getattr(spec, name)
+        }
+        assert changed == ({values["term"]} if values["term"] != "nominal" else set())
+    scale = points[-1][1]
+    assert scale.engagement_scale == pytest.approx(2.0 * spec.engagement_scale)
+    assert scale.store_markup == pytest.approx(0.1 * scale.engagement_scale)
+    share = points[4][1]
+    assert np.all(share.demand_replicates[:, 3] == 0.25) or share.replicates == 0
+    # A demand from the logs: its slope at the ends of its interval instead of the share.
+    fitted = dataclasses.replace(
+        spec,
+        sources={
+            **spec.sources,
+            "valuation": "logs",
+            "in_market": "logs",
+            "engagement_scale": "logs",
+        },
+    )
+    own = assumption_grid(fitted, config, lambda s0: 0.2, beta_interval=(0.1, 0.9))
+    assert [v["term"] for v, _ in own][-2:] == ["beta_human", "beta_human"]
+    assert [m.beta_human for _, m in own[-2:]] == [0.1, 0.9]
 
 
 def _class_blind(spec: MarketSpec) -> MarketSpec:
     """f = 0.9 in the two lowest engagement strata, 0.1 above, for humans and agents alike: a
     rule that flags low engagement and knows nothing else (τ = 0.5)."""
     strata = engagement_strata(spec.banks)
-    low = {actor: strata.stratum(getattr(spec, f"{actor}_engagement")) < 2
-           for actor in ("human", "agent")}  # fmt: skip
+    low = {
+        actor: strata.stratum(getattr(spec, f"{actor}_engagement")) < 2
+        for actor in ("human", "agent")
+    }
     return dataclasses.replace(
-        spec, detector_threshold=0.5,
-        human_score=np.where(low["human"], 0.9, 0.1), agent_score=np.where(low["agent"], 0.9, 0.1),
-    )  # fmt: skip
+        spec,
+        detector_threshold=0.5,
+        human_score=np.where(low["human"], 0.9, 0.1),
+        agent_score=np.where(low["agent"], 0.9, 0.1),
+    )
 
 
 def _indistinguishable(spec: MarketSpec, seed: int = 0) -> MarketSpec:
@@ -87,8 +137,12 @@ def _indistinguishable(spec: MarketSpec, seed: int = 0) -> MarketSpec:
     rng = np.random.default_rng(seed)
     human = rng.uniform(size=spec.human_score.size)
     agent = rng.uniform(size=spec.agent_score.size)
-    return dataclasses.replace(spec, human_score=human, agent_score=agent,
-                               detector_threshold=float(np.quantile(human, 0.98)))  # fmt: skip
+    return dataclasses.replace(
+        spec,
+        human_score=human,
+        agent_score=agent,
+        detector_threshold=float(np.quantile(human, 0.98)),
+    )
 
 
 def test_a_class_blind_engagement_rule_has_detector_value_zero_and_never_certifies(market):
@@ -96,8 +150,17 @@ def test_a_class_blind_engagement_rule_has_detector_value_zero_and_never_certifi
     point = sensitivity_point(blind, DESIGN, np.random.default_rng(0))
     assert point["detector_value"] == 0.0 and point["p_detector"] == 1.0
     assert not point["certified"]
-    # Not vacuous: the rule itself pays (it quotes low-engagement sessions up) ...
-    assert point["profit_advantage"] > 0
+    # Not vacuous: the rule moves quotes (a strong δ changes profit on every seed) while the
+    # ablation cannot tell its f from f permuted within engagement strata ...
+    defended = (1.0, blind.store_markup, max(blind.detector_strengths))
+    totals = {
+        detector: action_totals(
+            blind, [defended, (*defended[:2], 0.0)], [0.5], 4, DESIGN.test_seeds, detector
+        )[..., 0, STEP_COLUMNS.index("profit")]
+        for detector in ("fitted", "permuted")
+    }
+    np.testing.assert_array_equal(totals["fitted"][0], totals["permuted"][0])
+    assert np.all(totals["fitted"][0] != totals["fitted"][1])
     # ... and the same market with its real detector keeps a detector value.
     assert sensitivity_point(market, DESIGN, np.random.default_rng(0))["detector_value"] != 0.0
 
@@ -109,7 +172,14 @@ def test_indistinguishable_classes_never_certify(market):
 
 
 def test_market_sensitivity_reports_every_point_and_which_conclusions_hold_everywhere(market):
-    points = assumption_grid(market, (1.5, 2.0), (1.0,), lambda s0: 0.3, (0.0, 1.0, 2.0))
+    config = MarketConfig(
+        sensitivity_cost_shares=(0.3,),
+        sensitivity_price_caps=(),
+        sensitivity_agent_valuations=(),
+        sensitivity_in_market=(),
+        sensitivity_engagement_scales=(),
+    )
+    points = assumption_grid(market, config, lambda s0: 0.3)
     table = market_sensitivity(points, DESIGN, np.random.default_rng(0))
     assert table.schema == pl.Schema(SENSITIVITY_SCHEMA) and table.height == 2
     conclusions = robust_conclusions(table)
@@ -121,5 +191,5 @@ def test_market_sensitivity_reports_every_point_and_which_conclusions_hold_every
     summary = certificate_assumptions(table, False, market.sources)
     assert summary["grid_points"] == 2 and "valuation" in summary["declared"]
     assert summary["decision_holds_on_whole_grid"] == (not table["certified"].any())
-    assert "not resampled" in summary["interval_covers"]
+    assert "replicate of the store's sample" in summary["interval_covers"]
     assert "not built" in certificate_assumptions(None, False, market.sources)["sensitivity"]

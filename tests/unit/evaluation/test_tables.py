@@ -20,21 +20,34 @@ from phantom_assets.evaluation import (
     stress_as_curves_input,
     summary_markdown,
 )
+from phantom_assets.market import market_oracle
+from phantom_assets.market.columns import Column
+from phantom_assets.market.oracle import action_totals
 from tests.unit.evaluation.conftest import GRID, PARTITIONS, PROTOCOL, protocol_rows
 from tests.unit.evaluation.test_contrasts import FACTORIAL, PLANTED
 
-ORACLE = pl.DataFrame(
-    [(a, k, 7) for a in GRID.alpha_grid for k in GRID.k_grid],
-    schema=["alpha", "k", "action"], orient="row",
-)  # fmt: skip
-"""An oracle that plays action 7 in every cell (the benchmark replays it on the seeds)."""
+
+@pytest.fixture(scope="module")
+def oracle(spec) -> pl.DataFrame:
+    """The real oracle of the spec (seconds), as `market_oracle` writes it."""
+    return market_oracle(spec, GRID.alpha_grid, GRID.k_grid, PROTOCOL.selection_seeds)
 
 
 @pytest.fixture(scope="module")
-def tables(partitions, spec):
+def tables(partitions, spec, oracle):
     tables = zip(*partitions.values(), strict=True)
     evaluation = PolicyEvaluation(*(pl.concat(frames) for frames in tables))
-    return benchmark_tables(evaluation, ORACLE, spec, "dqn")
+    return benchmark_tables(evaluation, oracle, spec, "dqn")
+
+
+def test_regret_is_against_the_oracles_own_action(tables, oracle, spec):
+    """Regret pairs each policy with the oracle's refined action on the same seeds: its mean is
+    the oracle's profit − the policy's, never against another reference."""
+    row = tables.regret.row(0, named=True)
+    cell = oracle.filter(alpha=row["alpha"], k=row["k"]).row(0, named=True)
+    expected = action_totals(spec, [(cell["level"], cell["markup"], cell["delta"])],
+                             [row["alpha"]], row["k"], PROTOCOL.selection_seeds)  # fmt: skip
+    assert row["oracle_profit"] == pytest.approx(expected[0, :, 0, Column.PROFIT].mean())
 
 
 def test_stress_input_keeps_the_selection_seeds_keyed_by_the_nominal_alpha(partitions):

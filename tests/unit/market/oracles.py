@@ -14,10 +14,31 @@ from phantom_assets.market import STEP_COLUMNS
 from phantom_assets.market.bank import PROB_FLOOR
 
 
+def valuations(spec, draws, n):
+    """(human valuation, agent principal's valuation, in the market) of shopper n."""
+    human, agent = spec.banks
+
+    def g_value(s):
+        return 1 - math.exp(-s / spec.valuation_scale)
+
+    anchor, z = spec.anchor[draws.product[n]], draws.z[n]
+    s_human = human.engagement[draws.human_chain[n]]
+    v_human = anchor * (spec.mu_human + spec.beta_human * g_value(s_human) + spec.sigma_human * z)
+    v_agent = {
+        "human_marginal": v_human,
+        "human_unengaged": anchor * (spec.mu_human + spec.sigma_human * z),
+        "agent_fit": anchor * (spec.mu_agent + spec.sigma_agent * z + spec.beta_agent
+                               * g_value(agent.engagement[draws.agent_chain[n, 0]])),
+    }[spec.agent_valuation]  # fmt: skip
+    return v_human, v_agent, draws.u_market[n] < spec.in_market
+
+
 def brute_force_totals(spec, action, draws, alpha, k, decoys=None, reference=None):
     """Every `STEP_COLUMNS` total and the demand per product, shopper by shopper in plain
     Python, straight from the definitions of docs/method.md#the-market (the quote-time threshold
-    rule; human harm against `reference` = (level, markup), default the action's own at δ = 0)."""
+    rule; human harm against `reference` = (level, markup), default the action's own at δ = 0;
+    a shopper in the market values its product at anchor·(μ + β·g_v(s) + σ·z), s the engagement
+    of its session as a human, and its agent at what `spec.agent_valuation` says)."""
     level, m, delta = spec.action_values(action)
     ref_level, ref_m = (level, m) if reference is None else reference
     human, agent = spec.banks
@@ -46,8 +67,9 @@ def brute_force_totals(spec, action, draws, alpha, k, decoys=None, reference=Non
         anchor, low = spec.anchor[product], spec.p_low[product]
         base = anchor * level
         floor = max(low, base * (1 - w))
+        v_human, v_agent, shopping = valuations(spec, draws, n)
         if draws.u_agent[n] < alpha:
-            v = anchor * (spec.mu_agent + spec.sigma_agent * draws.z[n])
+            v = v_agent
             sessions = []
             for j in range(k):
                 c = draws.agent_chain[n, j]
@@ -56,7 +78,7 @@ def brute_force_totals(spec, action, draws, alpha, k, decoys=None, reference=Non
                 quoted = quote(base, m, g(s_eff(s, f)), draws.agent_noise[n, j], product)
                 sessions.append((quoted, s, f, quoted_up(s, f), agent.weight[c]))
             price, s_best = min(sessions)[:2]  # the first lowest quote
-            bought = v >= price
+            bought = shopping and v >= price
             totals["agents"] += 1
             totals["sessions"] += k
             totals["score_sum"] += sum(x[2] for x in sessions)
@@ -70,7 +92,7 @@ def brute_force_totals(spec, action, draws, alpha, k, decoys=None, reference=Non
                 totals["leak"] += base * (1 + m * reference_g) - price
                 totals["low_engagement_purchases"] += s_best < s0
         else:
-            v = anchor * (spec.mu_human + spec.sigma_human * draws.z[n])
+            v = v_human
             c = draws.human_chain[n]
             s = human.engagement[c]
             f = human.score[c] if decoys is None else decoys[0][n]
@@ -82,13 +104,13 @@ def brute_force_totals(spec, action, draws, alpha, k, decoys=None, reference=Non
             totals["human_flagged"] += quoted_up(s, f)
             totals["human_quoted_up"] += price > ref_price
             demand[product] += human.weight[c]
-            if v >= ref_price:
+            if shopping and v >= ref_price:
                 totals["human_spend_reference"] += ref_price
                 totals["human_surplus_reference"] += v - ref_price
-                if v < price:
+                if v < price:  # in the market (above): a purchase the reference makes
                     totals["human_lost"] += 1
                     totals["human_lost_spend"] += ref_price
-            if v >= price:
+            if shopping and v >= price:
                 totals["revenue"] += price
                 totals["profit"] += price - low
                 totals["human_purchases"] += 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -11,6 +12,7 @@ import polars as pl
 
 from phantom_assets.constants import DEMAND_WEIGHTS, INTERACTION, PRICE_LOG, PRICE_QUOTE_EVENT
 from phantom_assets.simulate.corpus import simulate_events
+from phantom_assets.simulate.demand import DEMO_DEMAND
 from phantom_assets.simulate.params import SimulationParams
 
 T0 = datetime(2025, 6, 2, tzinfo=UTC)
@@ -42,10 +44,14 @@ def events_frame(
 
 
 @functools.cache
-def demo_events(seed: int = 11, humans: int = 120, agents: int = 40) -> pl.DataFrame:
-    """Both stores of the demo simulator as canonical events (source_row = seq, one batch)."""
+def demo_events(
+    seed: int = 11, humans: int = 120, agents: int = 40, arms: tuple[float, ...] | None = None
+) -> pl.DataFrame:
+    """Both stores of the demo simulator as canonical events (source_row = seq, one batch);
+    `arms`: another price test than the demo's ((1.0,): none)."""
+    demand = DEMO_DEMAND if arms is None else dataclasses.replace(DEMO_DEMAND, arms=arms)
     corpus = simulate_events(SimulationParams(seed=seed, humans_per_store=humans,
-                                              agents_per_store=agents))  # fmt: skip
+                                              agents_per_store=agents, demand=demand))  # fmt: skip
     return corpus.events.with_columns(source_row=pl.col("seq"), batch_id=pl.lit("demo"))
 
 

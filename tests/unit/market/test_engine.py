@@ -16,6 +16,7 @@ from phantom_assets.market import (
 )
 from phantom_assets.market.draws import agent_session_share, decoy_scores, engagement_strata
 from phantom_assets.market.quoting import expected_min_quote
+from phantom_assets.market.world import point_world
 from tests.unit.market.oracles import brute_force_totals
 
 N = 200
@@ -27,9 +28,8 @@ def engine(spec):
 
 
 def draws_for(spec, seed: int, k_max: int = 16):
-    human, agent = spec.banks
     rng = np.random.default_rng(seed)
-    return draw_step(rng, N, spec.product_cdf, k_max, (human.size, agent.size))
+    return draw_step(rng, N, spec.product_cdf, k_max, point_world(spec))
 
 
 def step(engine, spec, action, draws, alphas, ks, decoys=None, reference=None):
@@ -157,7 +157,7 @@ def test_the_engine_reproduces_the_order_statistic_law_of_the_agent_price(make_s
     """The erosion theorem through the engine: with m = δ = 0 and agents who always buy, the
     price paid is the minimum of K quotes, E = p_min + 2w·base/(K + 1)
     (docs/method.md#agents-and-coi-erosion)."""
-    spec = make_spec(markups=(0.0,), mu_agent=1e6)
+    spec = make_spec(markups=(0.0,), mu_human=1e6, in_market=1.0)
     engine = engine_of(spec)
     paid, floor = [], []
     for seed in range(40):

@@ -69,7 +69,7 @@ def test_class_coi_equals_a_per_shopper_oracle_at_every_k(spec, alpha):
     # Each K of the table against the plain-Python oracle over the same episode's shoppers.
     ks = [1, 4]
     values = seed_metrics(spec, [alpha], ks, [3], steps=STEPS, detectors=(1.0,))[0, 0, 0]
-    draws = episode_draws(spec, 3, max(ks), STEPS)
+    draws, _ = episode_draws(spec, 3, max(ks), STEPS)
     action = spec.action_index(*spec.action_parts(spec.undefended_action)[:2], 2)
     column = {name: i for i, name in enumerate(EROSION_METRICS)}
     for c, k in enumerate(ks):
@@ -84,7 +84,7 @@ def test_class_coi_equals_a_per_shopper_oracle_at_every_k(spec, alpha):
 @pytest.mark.parametrize("noise", [0.1, 0.2, 0.3])
 def test_coi_a_matches_the_order_statistic_closed_form_at_zero_markup(make_spec, noise):
     # m = 0 and valuations far above every quote: every agent buys at its best of K quotes.
-    spec = make_spec(markups=(0.0,), quote_noise=noise, mu_human=1_000.0, mu_agent=1_000.0)
+    spec = make_spec(markups=(0.0,), quote_noise=noise, mu_human=1_000.0, in_market=1.0)
     rows = metric(coi_erosion(spec, [1.0], EROSION_KS, SEEDS, steps=STEPS, detectors=(0.0,)),
                   "coi_a", 1.0)  # fmt: skip
     expected = closed_form_coi_a(spec, EROSION_KS)["coi_a"].to_numpy()
@@ -97,9 +97,9 @@ def test_class_split_totals_agree_with_the_engine_mixed_totals(spec):
     alpha, ks = 0.5, np.array([1, 4])
     values = seed_metrics(spec, [alpha], ks.tolist(), [7], steps=STEPS, detectors=(0.0,))[0, 0, 0]
     engine = engine_of(spec)
-    draws = episode_draws(spec, 7, int(ks.max()), STEPS)
+    draws, world = episode_draws(spec, 7, int(ks.max()), STEPS)
     action = spec.action_values(spec.undefended_action)
-    result = simulate_step(engine, action, draws, np.full(ks.size, alpha), ks)
+    result = simulate_step(engine, action, draws, np.full(ks.size, alpha), ks, demand=world.demand)
     column = {name: i for i, name in enumerate(EROSION_METRICS)}
     for c in range(ks.size):
         totals = result[c]

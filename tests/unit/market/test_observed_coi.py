@@ -1,4 +1,4 @@
-"""Observed COI by class, the human − agent test, its figure and the valuation bound."""
+"""Observed COI by class, the human − agent test and its figure."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from phantom_assets.market.prices import (
     observed_coi,
     plot_observed_coi,
     quote_features,
-    valuation_bound,
 )
 from tests.unit.market.price_builders import demo_events
 
@@ -122,8 +121,9 @@ def test_difference_is_undefined_with_a_single_experiment_in_a_class():
 
 @pytest.mark.parametrize("store", ["hotel", "airline"])
 def test_demo_humans_pay_a_larger_premium_than_agents(store):
-    """The demo marks up 3% per item page viewed; agents' clean sessions view fewer pages."""
-    quotes = quote_features(demo_events()).filter(pl.col("store") == store)
+    """The demo marks quotes up with the pages viewed; agents' clean sessions view fewer pages
+    (without the price test, whose ±20% arms drown the gap at this size)."""
+    quotes = quote_features(demo_events(arms=(1.0,))).filter(pl.col("store") == store)
     model = fit_price_model(quotes)
     coi = observed_coi(quotes, model.anchors)
     human, agent = coi["premium"].to_list()
@@ -144,26 +144,8 @@ def test_plot_observed_coi_returns_a_figure_with_the_test_in_its_title():
         plot_observed_coi(pl.DataFrame({"class": ["human"]}))
 
 
-def test_valuation_bound_lower_bounds_the_mean_relative_valuation():
-    """Every quoted shopper wants the product and buys iff V >= r, V ~ N(1.15, 0.1): the
-    conversion is P(V >= r), so the bound sits just under 1.15 and never above it."""
-    rng = np.random.default_rng(2)
-    r = rng.uniform(0.95, 1.35, 4_000)
-    v = rng.normal(1.15, 0.1, r.size)
-    rows = [("human", f"h{i}", f"s{i}", "A", 100.0 * ri, bool(vi >= ri))
-            for i, (ri, vi) in enumerate(zip(r, v, strict=True))]  # fmt: skip
-    bound = valuation_bound(quote_rows(rows), ANCHORS, sigma_rel=0.1, n_bins=8)
-    assert bound.curve.height == 8 and bound.curve["n_quotes"].sum() == r.size
-    assert bound.curve["conversion"].is_sorted(descending=True)
-    assert (bound.curve["conversion_low"] <= bound.curve["conversion"]).all()
-    assert bound.mu_min <= bound.mu_min_point <= 1.15
-    assert bound.mu_min_point > 1.10
-
-
-def test_valuation_bound_rejects_bad_arguments():
+def test_observed_coi_rejects_bad_arguments():
     quotes = quote_rows([("human", "h1", "s1", "A", 110.0, True)])
-    with pytest.raises(ValueError, match="sigma_rel"):
-        valuation_bound(quotes, ANCHORS, sigma_rel=0.0)
     with pytest.raises(ValueError, match="anchor"):
         observed_coi(quotes, ANCHORS.drop("anchor"))
     two_stores = pl.concat([quotes.with_columns(store=pl.lit(s)) for s in ("hotel", "airline")])

@@ -1,5 +1,5 @@
-"""The oracle: every fixed action on the env's own episode draws, exhaustive, common random
-numbers."""
+"""Fixed actions on the env's own episode draws (common random numbers), and the oracle: the best
+fixed action per (α, K), refined on the continuous action space."""
 
 from __future__ import annotations
 
@@ -34,29 +34,27 @@ def test_fixed_action_profit_equals_the_env_episode_profit_of_that_constant_acti
 
 
 def test_oracle_finds_the_planted_best_action_when_everybody_buys(make_spec):
-    # Valuations far above every quote: profit rises with the quote, so the dearest level and
-    # markup win; among agents (α = 1, flagged) also the strongest detector. (Among humans the
-    # detector flags almost no one: its δ changes next to nothing there.)
-    spec = make_spec(mu_human=1_000.0, mu_agent=1_000.0)
+    # Valuations far above every quote: profit rises with the quote, so the oracle runs to the
+    # top of the action box (the quote cap) -- and says so: the optimum is on the box's edge.
+    spec = make_spec(mu_human=1_000.0, in_market=1.0)
     table = market_oracle(spec, [0.0, 1.0], [2], SEEDS, steps=STEPS)
-    levels, markups, detectors = spec.action_shape
-    parts = [spec.action_parts(a) for a in table["action"]]
-    assert [p[:2] for p in parts] == [(levels - 1, markups - 1)] * 2
-    assert parts[1][2] == detectors - 1
-    assert table["level"].to_list() == [max(spec.base_levels)] * 2
+    assert table["level"].to_list() == pytest.approx([spec.price_cap] * 2)
+    assert table["on_edge"].to_list() == [True, True]
+    assert (table["profit"] > table["undefended_profit"]).all()
 
 
-def test_oracle_row_is_the_argmax_of_mean_fixed_action_profits(spec):
+def test_the_oracle_is_at_least_the_best_grid_action_on_the_same_draws(spec):
     table = market_oracle(spec, [0.5], [2], SEEDS, steps=STEPS)
     profits = fixed_action_profits(spec, 0.5, 2, SEEDS, steps=STEPS)
-    best = int(np.argmax(profits.mean(axis=0)))
     row = table.row(0, named=True)
-    assert row["action"] == best
-    assert row["profit"] == pytest.approx(profits[:, best].mean())
+    assert row["profit"] >= profits.mean(axis=0).max() - 1e-9
     assert row["undefended_profit"] == pytest.approx(profits[:, spec.undefended_action].mean())
-    assert (row["level"], row["markup"], row["delta"]) == spec.action_values(best)
-    assert row["profit"] >= row["undefended_profit"]
-    assert row["n_seeds"] == len(SEEDS)
+    nearest = spec.action_values(row["action"])
+    assert all(abs(a - b) <= min(abs(v - b) for v in values) + 1e-12
+               for a, b, values in zip(nearest, (row["level"], row["markup"], row["delta"]),
+                                       (spec.base_levels, spec.markups,
+                                        spec.detector_strengths), strict=True))  # fmt: skip
+    assert row["n_seeds"] == len(SEEDS) and not row["on_edge"]
 
 
 def test_oracle_table_has_one_row_per_alpha_and_k_in_the_contract_schema(spec):

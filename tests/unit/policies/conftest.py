@@ -23,10 +23,16 @@ TINY = TrainingParams(
 )
 
 
+MISPRICED = {"mu_human": 1.5, "beta_human": 0.0, "in_market": 1.0}
+"""A store whose own pricing (engagement markup, level 1) is far from its best fixed action --
+valuations 1.5 × anchor whatever the engagement -- so a policy has something to learn."""
+
+
 def small_spec(**overrides) -> MarketSpec:
-    """The demo market with a 500-chain bank per class and 16-step episodes (plus any
-    `MarketSpec` field changes)."""
-    return demo_spec(0, MarketConfig(chain_bank_size=500), **{"episode_steps": 16, **overrides})
+    """The demo market with a 500-chain bank per class, 16-step episodes and `MISPRICED`
+    demand (plus any `MarketSpec` field changes)."""
+    fields = {"episode_steps": 16, **MISPRICED, **overrides}
+    return demo_spec(0, MarketConfig(chain_bank_size=500), **fields)
 
 
 def market_obs(shares: Sequence[float], prices: float | Sequence[float] = 0.25,

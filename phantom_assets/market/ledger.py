@@ -1,0 +1,290 @@
+"""The agent ledger (docs/method.md#the-agent-ledger): what engagement pricing is worth to a store,
+what agents take of it, and what detection wins back -- in money per episode and as a share of the
+store's best undefended profit without agents, with store-sample intervals.
+
+Per K and α of the grid, every "best" action is refined on the continuous action space
+(`optimize`) on the *selection* seeds, then evaluated on the disjoint *held-out* seeds, paired
+per seed (common random numbers; each seed a replicate of the store's sample, so the intervals
+cover the store's finite data: `intervals.store_interval`):
+
+- personalization_value (α = 0): best engagement pricing (level, m) − best uniform price (level);
+- agents_take: best undefended profit at α = 0 − best undefended profit at α (what agents cost
+  a store that re-tunes its prices but cannot tell them apart);
+- perfect_detector: best defended action with a perfect detector (agents score 1, humans 0) −
+  the best undefended response at α: what detection could win back at most;
+- fitted_detector: the same with the store's fitted quote-time detector; beside it its share of
+  the perfect detector's value (`fitted_share`, a ratio of means) and what it is worth beyond
+  engagement (`beyond_engagement`: the same action with f permuted within engagement strata,
+  the certificate's detector value);
+- human_harm, human_quoted_up, human_surplus_change: what the fitted detector's action costs
+  humans against the best undefended response at α (docs/method.md#human-harm).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from phantom_assets.market.columns import STEP_COLUMNS
+from phantom_assets.market.intervals import STORE_INTERVAL_METHOD, store_interval
+from phantom_assets.market.metrics import totals_metrics
+from phantom_assets.market.optimize import Optimum, best_action, cell_objective
+from phantom_assets.market.oracle import PERFECT, PERMUTED, action_totals
+from phantom_assets.market.spec import MarketSpec
+
+__all__ = [
+    "LEDGER_QUANTITIES",
+    "LEDGER_SCHEMA",
+    "agent_ledger",
+    "ledger_markdown",
+    "ledger_sentences",
+]
+
+LEDGER_QUANTITIES: tuple[str, ...] = (
+    "personalization_value",
+    "agents_take",
+    "perfect_detector",
+    "fitted_detector",
+    "fitted_share",
+    "beyond_engagement",
+    "human_harm",
+    "human_quoted_up",
+    "human_surplus_change",
+)
+"""The ledger's quantities, in the order it lists them (the §12 contract's `quantity`)."""
+_MONEY = (
+    "personalization_value",
+    "agents_take",
+    "perfect_detector",
+    "fitted_detector",
+    "beyond_engagement",
+)
+LEDGER_SCHEMA: dict[str, pl.DataType] = {
+    "alpha": pl.Float64(),
+    "k": pl.Int64(),
+    "quantity": pl.String(),
+    "value": pl.Float64(),
+    "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(),
+    "share_of_profit": pl.Float64(),
+    "n": pl.Int64(),
+    "action": pl.String(),
+    "method": pl.String(),
+}
+"""Contract of `market_oracle/ledger.parquet` (docs/architecture.md#column-contracts)."""
+
+
+@dataclass(frozen=True)
+class _Cell:
+    """The best actions of one (α, K), chosen on the selection seeds."""
+
+    undefended: Optimum
+    perfect: Optimum
+    fitted: Optimum
+
+
+def _text(optimum: Optimum) -> str:
+    level, markup, delta = optimum.action
+    return f"level {level:.3g}, m {markup:.3g}, δ {delta:.3g}"
+
+
+def _per_seed(
+    spec: MarketSpec,
+    action: Sequence[float],
+    alpha: float,
+    k: int,
+    seeds: Sequence[int],
+    detector: str = "fitted",
+    reference: Sequence[float] | None = None,
+) -> dict[str, np.ndarray]:
+    """Each held-out seed's episode metrics of one fixed action."""
+    ref = None if reference is None else (float(reference[0]), float(reference[1]))
+    totals = action_totals(spec, [tuple(action)], [alpha], k, seeds, detector, ref)[0, :, 0]
+    total = {name: totals[:, i] for i, name in enumerate(STEP_COLUMNS)}
+    humans = spec.shoppers_per_step * spec.episode_steps - total["agents"]
+    return totals_metrics(total, humans)
+
+
+def _row(
+    alpha: float, k: int, quantity: str, values: np.ndarray, scale: float, action: str, level: float
+) -> dict[str, object]:
+    interval = store_interval(values, level)
+    share = interval.mean / scale if quantity in _MONEY and scale > 0 else math.nan
+    return {
+        "alpha": alpha,
+        "k": k,
+        "quantity": quantity,
+        "value": interval.mean,
+        "ci_low": interval.ci_low,
+        "ci_high": interval.ci_high,
+        "share_of_profit": share,
+        "n": interval.n,
+        "action": action,
+        "method": STORE_INTERVAL_METHOD,
+    }
+
+
+def agent_ledger(
+    spec: MarketSpec,
+    alphas: Sequence[float],
+    ks: Sequence[int],
+    selection_seeds: Sequence[int],
+    test_seeds: Sequence[int],
+    level: float = 0.95,
+) -> pl.DataFrame:
+    """The ledger (module docstring): `LEDGER_SCHEMA` rows per (α, K, quantity); α = 0 carries
+    the personalization value, every α > 0 the rest."""
+    rows: list[dict[str, object]] = []
+    for k in sorted({int(k) for k in ks}):  # the draws depend on K
+        uniform = best_action(spec, cell_objective(spec, 0.0, k, selection_seeds), "uniform")
+        engaged = best_action(spec, cell_objective(spec, 0.0, k, selection_seeds), "undefended")
+        base = _per_seed(spec, engaged.action, 0.0, k, test_seeds)["profit"]
+        scale = float(np.mean(base))
+        flat = _per_seed(spec, uniform.action, 0.0, k, test_seeds)["profit"]
+        rows.append(
+            _row(
+                0.0,
+                k,
+                "personalization_value",
+                base - flat,
+                scale,
+                f"{_text(engaged)} vs {_text(uniform)}",
+                level,
+            )
+        )
+        for alpha in sorted({float(a) for a in alphas if a > 0}):
+            cell = _best(spec, alpha, k, selection_seeds)
+            undefended = _per_seed(spec, cell.undefended.action, alpha, k, test_seeds)["profit"]
+            perfect = _per_seed(spec, cell.perfect.action, alpha, k, test_seeds, PERFECT)
+            fitted = _per_seed(
+                spec, cell.fitted.action, alpha, k, test_seeds, reference=cell.undefended.action[:2]
+            )
+            permuted = _per_seed(spec, cell.fitted.action, alpha, k, test_seeds, PERMUTED)
+            won, won_perfect = fitted["profit"] - undefended, perfect["profit"] - undefended
+            ratio = (
+                float(np.mean(won) / np.mean(won_perfect)) if np.mean(won_perfect) > 0 else math.nan
+            )
+            rows += [
+                _row(
+                    alpha, k, "agents_take", base - undefended, scale, _text(cell.undefended), level
+                ),
+                _row(alpha, k, "perfect_detector", won_perfect, scale, _text(cell.perfect), level),
+                _row(alpha, k, "fitted_detector", won, scale, _text(cell.fitted), level),
+                {
+                    **_row(
+                        alpha,
+                        k,
+                        "fitted_share",
+                        np.full(len(test_seeds), ratio),
+                        scale,
+                        _text(cell.fitted),
+                        level,
+                    ),
+                    "ci_low": math.nan,
+                    "ci_high": math.nan,
+                    "method": "ratio of the two means",
+                },
+                _row(
+                    alpha,
+                    k,
+                    "beyond_engagement",
+                    fitted["profit"] - permuted["profit"],
+                    scale,
+                    _text(cell.fitted),
+                    level,
+                ),
+                *(
+                    _row(alpha, k, name, fitted[name], scale, _text(cell.fitted), level)
+                    for name in ("human_harm", "human_quoted_up", "human_surplus_change")
+                ),
+            ]
+    order = {name: i for i, name in enumerate(LEDGER_QUANTITIES)}
+    return (
+        pl.DataFrame(rows, schema=LEDGER_SCHEMA)
+        .with_columns(pl.col("quantity").replace_strict(order).alias("_order"))
+        .sort("k", "alpha", "_order")
+        .drop("_order")
+    )
+
+
+def _best(spec: MarketSpec, alpha: float, k: int, seeds: Sequence[int]) -> _Cell:
+    """The cell's best undefended action and best defended ones (perfect and fitted detector)."""
+    fitted = cell_objective(spec, alpha, k, seeds)
+    undefended = best_action(spec, fitted, "undefended")
+    also = [undefended.action]  # δ = 0 is a defended action: no defended search ends below it
+    return _Cell(
+        undefended,
+        best_action(spec, cell_objective(spec, alpha, k, seeds, PERFECT), "defended", also=also),
+        best_action(spec, fitted, "defended", also=also),
+    )
+
+
+def ledger_markdown(ledger: pl.DataFrame, k: int) -> str:
+    """The ledger at one K as a markdown table: money per episode with its interval and the
+    share of the best undefended profit at α = 0."""
+    rows = ledger.filter(pl.col("k") == k)
+    lines = [
+        "| α | quantity | value [95% CI] | % of α = 0 profit | action |",
+        "|---:|---|---|---:|---|",
+    ]
+    for r in rows.iter_rows(named=True):
+        if r["quantity"] in _MONEY:
+            value = f"{r['value']:,.0f} [{r['ci_low']:,.0f}, {r['ci_high']:,.0f}]"
+            share = f"{100 * r['share_of_profit']:.1f}%"
+        elif r["quantity"] == "fitted_share":
+            value, share = f"{r['value']:.0%} of the perfect detector", ""
+        else:
+            value = f"{r['value']:.4f} [{r['ci_low']:.4f}, {r['ci_high']:.4f}]"
+            share = ""
+        lines.append(f"| {r['alpha']:g} | {r['quantity']} | {value} | {share} | {r['action']} |")
+    return "\n".join(lines) + "\n"
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value)
+
+
+def _money(row: Mapping[str, Any]) -> str:
+    """`value (share) [ci_low, ci_high]` of a money row."""
+    share = row.get("share_of_profit")
+    share_text = f" ({share:.1%})" if _finite(share) else ""
+    value = f"{row['value']:,.0f}" if _finite(row["value"]) else "n/a"
+    if not (_finite(row.get("ci_low")) and _finite(row.get("ci_high"))):
+        return f"{value}{share_text}"
+    return f"{value}{share_text} [{row['ci_low']:,.0f}, {row['ci_high']:,.0f}]"
+
+
+def ledger_sentences(rows: Sequence[Mapping[str, Any]], k: int) -> list[str]:
+    """The ledger at one K in plain sentences (money per episode, share of the best undefended
+    profit at α = 0, 95% store-sample interval): what the summary, the certificate and the README
+    lead with. `rows`: ledger rows as mappings (`LEDGER_SCHEMA`)."""
+    at_k = [r for r in rows if r["k"] == k]
+    cell = {(float(r["alpha"]), r["quantity"]): r for r in at_k}
+    lines = []
+    value = cell.get((0.0, "personalization_value"))
+    if value is not None:
+        lines.append(
+            f"engagement pricing is worth {_money(value)} per episode over the best "
+            f"uniform price without agents"
+        )
+    for alpha in sorted({float(r["alpha"]) for r in at_k if r["alpha"] > 0}):
+        take, perfect = cell[(alpha, "agents_take")], cell[(alpha, "perfect_detector")]
+        fitted, share = cell[(alpha, "fitted_detector")], cell[(alpha, "fitted_share")]
+        beyond, harm = cell[(alpha, "beyond_engagement")], cell[(alpha, "human_harm")]
+        share_text = (
+            ""
+            if not _finite(share["value"])
+            else f", {share['value']:.0%} of the perfect one"
+        )
+        harm_text = f"; human harm {harm['value']:.2%}" if _finite(harm["value"]) else ""
+        lines.append(
+            f"at α = {alpha:g}, K = {k}: agents take {_money(take)}; a perfect detector would win "
+            f"back {_money(perfect)}; the fitted detector wins back {_money(fitted)}{share_text}"
+            f" ({_money(beyond)} of it beyond engagement){harm_text}"
+        )
+    return lines

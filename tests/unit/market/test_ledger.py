@@ -1,0 +1,100 @@
+"""The agent ledger on planted worlds (docs/method.md#the-agent-ledger): where valuation does not
+depend on engagement, engagement pricing and detection are worth nothing and nothing certifies;
+where it does and agents are a separable, unengaged class, a perfect detector wins back what the
+ledger says -- and every row keeps the contract."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import numpy as np
+import polars as pl
+import pytest
+
+from phantom_assets.config import MarketConfig
+from phantom_assets.evaluation import SensitivityDesign
+from phantom_assets.evaluation.sensitivity import sensitivity_point
+from phantom_assets.market import MarketSpec, demo_spec
+from phantom_assets.market.ledger import (
+    LEDGER_QUANTITIES,
+    LEDGER_SCHEMA,
+    agent_ledger,
+    ledger_markdown,
+    ledger_sentences,
+)
+
+SELECTION, HELD_OUT = tuple(range(8)), tuple(range(100, 124))
+K = 4
+
+
+@functools.cache
+def base() -> MarketSpec:
+    return demo_spec(1, MarketConfig(chain_bank_size=1_500, shoppers_per_step=60, episode_steps=8))
+
+
+@functools.cache
+def flat_world() -> MarketSpec:
+    """Valuations that ignore engagement (β = 0) and little quote noise."""
+    return dataclasses.replace(base(), mu_human=1.45, beta_human=0.0, quote_noise=0.02)
+
+
+@functools.cache
+def strong_world() -> MarketSpec:
+    """A steep engagement slope, and agents that reach the product without engaging at all."""
+    spec = base()
+    return dataclasses.replace(spec, beta_human=1.2, quote_noise=0.02, engagement_scale=10.0,
+                               valuation_scale=10.0,
+                               agent_engagement=np.zeros(spec.agent_engagement.size))  # fmt: skip
+
+
+@functools.cache
+def ledger(world: str) -> pl.DataFrame:
+    spec = {"flat": flat_world, "strong": strong_world}[world]()
+    return agent_ledger(spec, [0.0, 0.5], [K], SELECTION, HELD_OUT)
+
+
+def row(table: pl.DataFrame, alpha: float, quantity: str) -> dict:
+    return table.filter(pl.col("alpha") == alpha, pl.col("quantity") == quantity).row(0, named=True)
+
+
+def covers_zero(r: dict) -> bool:
+    return r["ci_low"] <= 0.0 <= r["ci_high"] or (r["ci_low"] == r["ci_high"] == r["value"] == 0)
+
+
+def test_without_an_engagement_slope_personalization_and_detection_are_worth_nothing():
+    table = ledger("flat")
+    assert covers_zero(row(table, 0.0, "personalization_value"))
+    for quantity in ("perfect_detector", "fitted_detector", "beyond_engagement"):
+        assert covers_zero(row(table, 0.5, quantity)), quantity
+
+
+def test_without_an_engagement_slope_the_fixed_action_gate_certifies_nothing():
+    design = SensitivityDesign((0.0, 0.5, 1.0), 0.2, K, SELECTION, HELD_OUT, 0.02)
+    assert not sensitivity_point(flat_world(), design, np.random.default_rng(0))["certified"]
+
+
+def test_with_a_steep_slope_and_unengaged_agents_a_perfect_detector_wins_back_money():
+    table = ledger("strong")
+    personalization = row(table, 0.0, "personalization_value")
+    take, perfect = row(table, 0.5, "agents_take"), row(table, 0.5, "perfect_detector")
+    assert personalization["ci_low"] > 0 and take["ci_low"] > 0 and perfect["ci_low"] > 0
+    # A perfect detector cannot win back more than the agents take (their need stays hidden).
+    assert perfect["value"] <= take["value"]
+    assert 0 < perfect["share_of_profit"] < personalization["share_of_profit"] + 1e-9
+
+
+def test_the_ledger_keeps_its_contract_and_reads_in_sentences():
+    table = ledger("strong")
+    assert table.schema == pl.Schema(LEDGER_SCHEMA)
+    at_zero = table.filter(pl.col("alpha") == 0.0)["quantity"].to_list()
+    assert at_zero == ["personalization_value"]
+    assert table.filter(pl.col("alpha") == 0.5)["quantity"].to_list() == list(LEDGER_QUANTITIES[1:])
+    assert (table["n"] == len(HELD_OUT)).all()
+    money = table.filter(pl.col("quantity").is_in(["agents_take", "perfect_detector"]))
+    scale = row(table, 0.0, "personalization_value")
+    assert money["share_of_profit"].to_list() == pytest.approx(
+        (money["value"] / (scale["value"] / scale["share_of_profit"])).to_list())  # fmt: skip
+    sentences = ledger_sentences(table.to_dicts(), K)
+    assert sentences[0].startswith("engagement pricing is worth") and "α = 0.5" in sentences[1]
+    assert ledger_markdown(table, K).count("\n") == table.height + 2

@@ -115,6 +115,7 @@ def fit_curve(
     log_s0: float | None = None,
     covariance: bool = True,
     absorbed: bool = False,
+    start: tuple[float, float] | None = None,
 ) -> CurveFit:
     """Fit the model by profiled NLS; CR3 covariance clustered by `cluster`.
 
@@ -129,6 +130,8 @@ def fit_curve(
             parameters' covariance then comes from their Jacobian with both the product and the
             cluster means partialled out (Frisch-Waugh-Lovell), so the levels' estimation is
             accounted for.
+        start: (m, log s0) to start the optimiser from instead of the grid search (a refit
+            of slightly changed data, e.g. the experiment levels' alternating projections).
     """
     counts = np.bincount(product).astype(np.float64)
     yw = _within(y, product, counts)
@@ -136,7 +139,12 @@ def fit_curve(
     lo = (M_BOUNDS[0], np.log(scale / S0_SPAN))
     hi = (M_BOUNDS[1], np.log(scale * S0_SPAN))
     free = log_s0 is None
-    x0 = _start(y, s, product, (lo, hi)) if free else np.array([0.0, log_s0])
+    if not free:
+        x0 = np.array([0.0, log_s0])
+    elif start is not None:
+        x0 = np.asarray(start, dtype=np.float64)
+    else:
+        x0 = _start(y, s, product, (lo, hi))
     k = 2 if free else 1
 
     def unpack(theta: np.ndarray) -> tuple[float, float]:

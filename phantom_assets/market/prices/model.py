@@ -260,10 +260,15 @@ def _fit(
         else 1.0
     )
 
+    previous: list[tuple[float, float]] = []  # the last curve: the next refit starts there
+
     def residuals(values: np.ndarray) -> np.ndarray:
         """Residuals of the product (+ curve) fit of `values`, point estimates only."""
         if markup:
-            return fit_curve(values, s[rich], local, rich_cluster, covariance=False).residuals
+            start = previous[-1] if previous else None
+            fit = fit_curve(values, s[rich], local, rich_cluster, covariance=False, start=start)
+            previous.append((fit.markup, fit.log_s0))
+            return fit.residuals
         return values - (np.bincount(local, values, n_rich) / np.bincount(local))[local]
 
     offsets = _experiment_levels(residuals, y[rich], rich_cluster)

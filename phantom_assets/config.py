@@ -267,8 +267,10 @@ class MarketConfig:
                              f" got {values!r}")  # fmt: skip
         costs, caps = self.sensitivity_cost_shares, self.sensitivity_price_caps
         shares = self.sensitivity_in_market
-        if any(not 0 <= c < 1 for c in costs) or any(c <= 1 for c in caps) or any(
-            not 0 < p <= 1 for p in shares
+        if (
+            any(not 0 <= c < 1 for c in costs)
+            or any(c <= 1 for c in caps)
+            or any(not 0 < p <= 1 for p in shares)
         ):
             raise ValueError("[market] sensitivity cost shares must be in [0, 1), caps > 1 and "
                              "in-market shares in (0, 1]")  # fmt: skip

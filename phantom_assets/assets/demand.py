@@ -74,7 +74,11 @@ def store_demand(context: dg.AssetExecutionContext, storage: StorageResource):
     paths = write_store_demand(demand, folder)
     surface = conversion_surface(demand)
     observed = observed_conversion(quotes, prices.anchors, prices.signal)
-    figure = plot_conversion(surface, observed, f"conversion by price and engagement ({store})")
+    unidentified = {
+        actor: fit.reason for actor, fit in demand.classes.items() if not fit.identified
+    }
+    title = f"conversion by price and engagement ({store})"
+    figure = plot_conversion(surface, observed, title, unidentified)
     plot = figure_markdown(figure, folder / CONVERSION_PLOT_FILE, f"conversion ({store})")
     version, artifacts = artifact_version(*paths)
     human = demand.human

@@ -142,8 +142,10 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
             "replicates": spec.replicates,
             "n_products": spec.n_products,
             "n_actions": spec.n_actions,
-            **{f"best_{family}_action": str(tuple(round(x, 4) for x in optimum.action))
-               for family, optimum in optima.items()},
+            **{
+                f"best_{family}_action": str(tuple(round(x, 4) for x in optimum.action))
+                for family, optimum in optima.items()
+            },
             "best_response_rounds": str({f: o.rounds for f, o in optima.items()}),
             "spec": dg.MetadataValue.md(spec_markdown(spec, half_width, w1, auc)),
         },
@@ -262,7 +264,9 @@ def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.As
         group_name="market",
         kinds={"python", "numpy", "gymnasium"},
         code_version=with_settings(
-            MARKET_CODE, settings.market, settings_fields(settings.agents, *MARKET_AGENT_FIELDS),
+            MARKET_CODE,
+            settings.market,
+            settings_fields(settings.agents, *MARKET_AGENT_FIELDS),
             settings_fields(settings.evaluation, *SEED_FIELDS),
         ),
         check_specs=[

@@ -277,9 +277,7 @@ def ledger_sentences(rows: Sequence[Mapping[str, Any]], k: int) -> list[str]:
         fitted, share = cell[(alpha, "fitted_detector")], cell[(alpha, "fitted_share")]
         beyond, harm = cell[(alpha, "beyond_engagement")], cell[(alpha, "human_harm")]
         share_text = (
-            ""
-            if not _finite(share["value"])
-            else f", {share['value']:.0%} of the perfect one"
+            "" if not _finite(share["value"]) else f", {share['value']:.0%} of the perfect one"
         )
         harm_text = f"; human harm {harm['value']:.2%}" if _finite(harm["value"]) else ""
         lines.append(

@@ -6,8 +6,9 @@ covering 0) once the undefended store could re-tune on a finer grid. So every "b
 pipeline compares with -- the best undefended response, the best defended action, the oracle,
 the ledger's -- is found on the continuous box of `ActionBox` by refinement: the starting grid,
 then the 3 × 3 × 3 neighbourhood of the best action at the grid's spacing, moving to the best
-neighbour, halving the spacing whenever the best stays, until two successive refinements change
-the objective by less than `TOLERANCE` (0.1%) of its value. Every evaluation is on the same
+neighbour, halving the spacing (a refinement) whenever the best stays, until the spacing is at
+most 1/16 of the grid's (`MIN_HALVINGS`) and two successive refinements changed the objective by
+less than `TOLERANCE` (0.1%) of its value. Every evaluation is on the same
 episode seeds (common random numbers: `oracle.action_totals`).
 
 `centred_grid` then builds the spec's action grid around the refined optima, so the oracle's best
@@ -53,7 +54,10 @@ __all__ = [
 
 TOLERANCE = 1e-3
 """Refinement stops when two successive refinements change the objective by less than this."""
-MAX_ROUNDS = 24
+MAX_ROUNDS = 80
+MIN_HALVINGS = 4
+"""Refinements before the tolerance may stop it: a spacing of 1/16 of the starting grid's (an
+optimum between two coarse grid points is found even when neither neighbour beats the start)."""
 LEVEL_SPREAD = (0.9, 1.1)
 """The centred grid's levels around the best undefended level (besides the optima themselves)."""
 MERGE = 0.02
@@ -169,20 +173,24 @@ def refine(
         .T
     )
     offsets = offsets[np.any(offsets != 0, axis=1)]
-    quiet, rounds, change = 0, 0, math.inf
-    while quiet < 2 and rounds < MAX_ROUNDS:  # a dozen rounds on the demo
+    quiet, rounds, halvings, change = 0, 0, 0, math.inf
+    settled = value  # the objective when the last refinement (halving) began
+    while rounds < MAX_ROUNDS:  # a few dozen rounds on the demo
         rounds += 1
         candidates = np.unique(np.clip(action + offsets * step, low, high), axis=0)
         candidates = candidates[np.any(candidates != action, axis=1)]
         scores = objective(candidates) if candidates.size else np.zeros(0)
         evaluations += int(candidates.shape[0])
-        gain = float(scores.max()) - value if scores.size else -math.inf
-        change = max(gain, 0.0) / max(abs(value), 1e-12)
-        if gain > 0:
+        if scores.size and float(scores.max()) > value:
             action, value = candidates[int(np.argmax(scores))], float(scores.max())
-        else:
-            step = step / 2.0
+            continue
+        # No neighbour at this spacing is better: this refinement is done.
+        change = (value - settled) / max(abs(value), 1e-12)
+        settled, halvings = value, halvings + 1
         quiet = quiet + 1 if change < tolerance else 0
+        if quiet >= 2 and halvings >= MIN_HALVINGS:
+            break
+        step = step / 2.0
     chosen = (float(action[0]), float(action[1]), float(action[2]))
     return Optimum(chosen, value, rounds, evaluations, change, box.on_edge(chosen, free))
 

@@ -6,6 +6,7 @@ Built without pyplot (no global state); the caller saves and closes it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,9 +21,17 @@ SHOWN_ENGAGEMENT = (0.0, 2.0, 5.0, 12.0)
 """The engagement levels (signal units) drawn as curves."""
 
 
-def plot_conversion(surface: pl.DataFrame, observed: pl.DataFrame, title: str) -> Figure:
+def plot_conversion(
+    surface: pl.DataFrame,
+    observed: pl.DataFrame,
+    title: str,
+    unidentified: Mapping[str, str] | None = None,
+) -> Figure:
     """One panel per class of `surface` (`CONVERSION_SCHEMA`): a curve with its band per level
-    of `SHOWN_ENGAGEMENT`; `observed` (`class, ratio, conversion, n`: binned decisions) as dots."""
+    of `SHOWN_ENGAGEMENT`; `observed` (`class, ratio, conversion, n`: binned decisions) as dots.
+    A class in `unidentified` (class -> reason) shows its dots only: a fit at the edge of its
+    parameter space draws curves the data do not support."""
+    unidentified = unidentified or {}
     from matplotlib.figure import Figure
 
     classes = surface["class"].unique(maintain_order=True).to_list() or ["human"]
@@ -30,7 +39,7 @@ def plot_conversion(surface: pl.DataFrame, observed: pl.DataFrame, title: str) -
     axes = np.atleast_1d(fig.subplots(1, len(classes), sharey=True))
     for ax, actor in zip(axes, classes, strict=True):
         rows = surface.filter(pl.col("class") == actor)
-        for i, level in enumerate(SHOWN_ENGAGEMENT):
+        for i, level in enumerate(() if actor in unidentified else SHOWN_ENGAGEMENT):
             curve = rows.filter(pl.col("engagement") == level).sort("ratio")
             if curve.is_empty():
                 continue
@@ -54,7 +63,8 @@ def plot_conversion(surface: pl.DataFrame, observed: pl.DataFrame, title: str) -
                 alpha=0.6,
                 label="observed",
             )
-        ax.set_title(actor, fontsize=9)
+        shown = f"{actor}: not identified, observed only" if actor in unidentified else actor
+        ax.set_title(shown, fontsize=9)
         ax.set_xlabel("price / anchor")
         ax.set_ylim(0.0, 1.0)
     axes[0].set_ylabel("P(buy)")

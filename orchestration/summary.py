@@ -360,6 +360,13 @@ def _erosion_lines(erosion: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _wrapped(text: str, width: int, first: str, rest: str) -> list[str]:
+    """`text` wrapped whole at spaces only (never inside "-0.007" or "[-inf, inf]")."""
+    return textwrap.wrap(
+        text, width, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False
+    )
+
+
 def _certification_lines(cert: dict[str, Any], width: int = 96) -> list[str]:
     verdict = "CERTIFIED" if cert.get("certified") else "NOT CERTIFIED"
     lines = [
@@ -368,7 +375,7 @@ def _certification_lines(cert: dict[str, Any], width: int = 96) -> list[str]:
         f"{cert.get('n_pairs')} held-out seeds)"
     ]
     for reason in cert.get("reasons", []):  # whole, wrapped: never cut off
-        lines += textwrap.wrap(reason, width, initial_indent="    - ", subsequent_indent="      ")
+        lines += _wrapped(reason, width, "    - ", "      ")
     harm = cert.get("human_harm")
     if harm:
         within = "within" if harm.get("within") else "NOT within"
@@ -398,12 +405,8 @@ def _ledger_lines(summary: dict[str, Any], width: int = 96) -> list[str]:
             f"{name} {_ci(human[name], 3)}" for name in ("mu", "beta", "sigma", "in_market")
         )
         source = demand_["source"] + (f" ({demand_['reason']})" if demand_.get("reason") else "")
-        lines += textwrap.wrap(
-            f"demand from {source}: humans {params}",
-            width,
-            initial_indent="  demand         ",
-            subsequent_indent=" " * 17,
-        )
+        text = f"demand from {source}: humans {params}"
+        lines += _wrapped(text, width, "  demand         ", " " * 17)
     ledger = summary.get("agent_ledger")
     if ledger:
         lines.append(
@@ -411,9 +414,7 @@ def _ledger_lines(summary: dict[str, Any], width: int = 96) -> list[str]:
             f"profit at α = 0) [95% store-sample CI]:"
         )
         for sentence in ledger["reading"]:
-            lines += textwrap.wrap(
-                sentence, width, initial_indent="    - ", subsequent_indent="      "
-            )
+            lines += _wrapped(sentence, width, "    - ", "      ")
     return lines
 
 

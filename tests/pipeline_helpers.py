@@ -29,6 +29,7 @@ permutation_draws = 100
 episode_steps = 12
 chain_bank_size = 400
 shoppers_per_step = 40
+store_replicates = 40
 
 [training]
 timesteps = 96

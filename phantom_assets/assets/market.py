@@ -38,9 +38,8 @@ from phantom_assets.market import (
     PricingMarketEnv,
     action_box,
     alpha_half_width,
-    best_action,
     best_undefended_response,
-    centred_grid,
+    centre_on_optima,
     chain_banks,
     compile_market_spec,
     engagement_w1,
@@ -51,7 +50,6 @@ from phantom_assets.market import (
     prefix_auc,
     spec_markdown,
     store_session_banks,
-    stress_objective,
 )
 from phantom_assets.market import observation as observed
 from phantom_assets.market.compile import BANK_STREAM
@@ -112,14 +110,9 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
     demand = read_store_demand(lake.demand_dir(store))
     compiled = compile_market_spec(*full, settings.market, anchor_seed, f_coef, settings.agents,
                                    prices, sessions, demand, experiments)  # fmt: skip
-    cfg = settings.evaluation
-    stress = stress_objective(compiled, settings.agents.alpha_grid,
-                              settings.agents.stress_radius, compiled.nominal_k,
-                              cfg.selection_seeds)  # fmt: skip
-    undefended = best_action(compiled, stress, "undefended")
-    defended = best_action(compiled, stress, "defended", also=[undefended.action])
-    optima = {"undefended": undefended, "defended": defended}
-    spec = centred_grid(compiled, optima["undefended"], optima["defended"])
+    spec, optima = centre_on_optima(compiled, settings.agents.alpha_grid,
+                                    settings.agents.stress_radius,
+                                    settings.evaluation.selection_seeds)  # fmt: skip
     sampled = chain_banks(*full, settings.market.chain_bank_size, anchor_seed + BANK_STREAM,
                           f_coef, prices.signal)  # fmt: skip
     auc = {"empirical": prefix_auc(*sessions), "kernel": prefix_auc(*sampled)}

@@ -45,6 +45,7 @@ __all__ = [
     "action_box",
     "best_action",
     "cell_objective",
+    "centre_on_optima",
     "centred_grid",
     "market_oracle",
     "nearest_action",
@@ -284,6 +285,19 @@ def centred_grid(spec: MarketSpec, undefended: Optimum, defended: Optimum) -> Ma
     if delta_d > 0 and delta_d not in deltas:  # merged into 0: keep the optimum's own δ
         deltas = tuple(sorted({*deltas, round(float(delta_d), 6)}))
     return dataclasses.replace(spec, base_levels=levels, markups=markups, detector_strengths=deltas)
+
+
+def centre_on_optima(
+    spec: MarketSpec, alpha_grid: Sequence[float], radius: float, seeds: Sequence[int]
+) -> tuple[MarketSpec, dict[str, Optimum]]:
+    """The compiled spec with its grid centred (`centred_grid`) on its best undefended response
+    and best defended action, both refined on the gate's stress objective at the nominal K over
+    `seeds` (the selection seeds), and those two optima by family."""
+    stress = stress_objective(spec, alpha_grid, radius, spec.nominal_k, seeds)
+    undefended = best_action(spec, stress, "undefended")
+    defended = best_action(spec, stress, "defended", also=[undefended.action])
+    optima = {"undefended": undefended, "defended": defended}
+    return centred_grid(spec, undefended, defended), optima
 
 
 def nearest_action(spec: MarketSpec, action: Sequence[float]) -> int:

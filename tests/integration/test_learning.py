@@ -48,7 +48,10 @@ SETTINGS = load_settings("demo")
 ALPHAS, KS = SETTINGS.agents.alpha_grid, SETTINGS.agents.k_grid
 TRAIN_ALPHA = SETTINGS.agents.train_alphas[0]
 LAW = training_law(SETTINGS.agents, TRAIN_ALPHA)
-MAX_REGRET = 0.10
+MAX_REGRET = 0.12
+"""Regret bound against the oracle refined on the continuous action space: on this market's grid
+(levels up to 1.3) the best grid action is already up to 3.6% below it (at α = 1 the optimum's
+level is 1.45), and a policy trained on the α band cannot pick each α's own grid action."""
 MIN_UNTRAINED_REGRET = 0.01
 """Below this the untrained policy is as good as trained: the comparison could not fail."""
 TIERS = [tier for tier in SETTINGS.training.tiers if tier in LEARNABLE_TIERS]

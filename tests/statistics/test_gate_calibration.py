@@ -5,8 +5,8 @@ detector value without a profit advantage, an advantage the worst α of the band
 harm at the bound (normal and zero-inflated) at most (1 − confidence)/2 of the time, and finds
 real effects.
 
-The real gate runs on tables built by `phantom_assets.calibration.gate`. 400 replications per
-layout: the tolerance is 3 binomial SEs of the level (0.025 → +0.023).
+The real gate runs on tables built by `phantom_assets.calibration.gate`. 300 replications per
+layout: the tolerance is 3 binomial SEs of the level (0.025 → +0.027).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from phantom_assets.calibration import binomial_se
 from phantom_assets.calibration.gate import LAYOUTS, POWER_LAYOUT, gate_rejection_rate
 
-N_REPS = 400
+N_REPS = 300
 LEVEL = 0.025
 
 

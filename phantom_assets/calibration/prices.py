@@ -26,7 +26,8 @@ premium 0.91, and the difference test rejected 8.75% at 5%; at 120 + 40 they hel
 
 Known limits (measured, not studies here): the noise interval covers 0.918 / 0.928 at 20 + 8
 experiments (small / null layouts, 1,500 reps each; σ̂² is skewed with a few experiments and its
-SE moves with it: 6.6% of misses above, 1.9% below), 0.945-0.955 at 120 + 40; the NLS curve
+SE moves with it: 6.6% of misses above, 1.9% below); at 120 + 40 it was 0.945-0.955 before the
+experiment levels were fitted, 0.917-0.930 since (300 reps per layout); the NLS curve
 intervals (m, s0) cover 0.936-0.94 at 120 + 40 in 800-rep runs (the SE matches the sampling SD;
 the estimator is not quite normal).
 """

@@ -24,9 +24,10 @@ $(BIN)/.installed: requirements.txt requirements.lock pyproject.toml
 	touch $@
 
 # `make test` / `make lint` also need pyproject's optional extras: `tracking` (wandb; the tests run
-# it offline) and `test` (pytest, hypothesis, ruff, datasets), pinned by the same lock.
+# it offline), `test` (pytest, hypothesis, ruff, datasets) and `signing` (cryptography: the tests
+# sign and verify certificates), pinned by the same lock.
 $(BIN)/.installed-dev: $(BIN)/.installed
-	$(BIN)/pip install -q --disable-pip-version-check -c requirements.lock -e '.[tracking,test]'
+	$(BIN)/pip install -q --disable-pip-version-check -c requirements.lock -e '.[tracking,test,signing]'
 	touch $@
 
 dbt_project/target/manifest.json: $(BIN)/.installed $(DBT_SOURCES)

@@ -1,5 +1,5 @@
 """`phantom batches list | drop KEY | reset [--demo]` and the checks `phantom run` makes before it
-registers anything: the demo kept apart from a user's data, stores checked up front.
+registers anything: the demo kept apart from a user's data, rows of unsupported stores announced.
 
 A batch is removed everywhere a run reads it from: its `raw_events` and quarantine partition
 files, its registry record and its dynamic partition key. dbt reads every
@@ -77,11 +77,6 @@ def batch_infos(settings: Settings) -> list[BatchInfo]:
         quarantine = settings.lake.quarantine(record.key)
         infos.append(BatchInfo(record, stores, _rows(events), _rows(quarantine)))
     return infos
-
-
-def used_batches(settings: Settings) -> list[BatchInfo]:
-    """The batches a warehouse build reads now: registered and ingested."""
-    return [info for info in batch_infos(settings) if info.ingested]
 
 
 def render_batches(infos: Iterable[BatchInfo], data_dir: Path) -> str:
@@ -210,10 +205,11 @@ def mixing_problem(settings: Settings) -> str | None:
     )
 
 
-def _store_problems(settings: Settings, files: list[Path]) -> tuple[list[str], list[str]]:
-    """(errors, warnings) about the `storeMode` values of files that were never registered."""
+def _store_notes(settings: Settings, files: list[Path]) -> list[str]:
+    """Warnings about the `storeMode` values of files that were never registered: their rows of
+    unsupported stores will be quarantined (bad rows never stop a run, even all of a file's)."""
     allowed = allowed_stores(settings)
-    errors, warnings = [], []
+    notes = []
     for path in files:
         try:
             counts = store_counts(path)
@@ -228,28 +224,29 @@ def _store_problems(settings: Settings, files: list[Path]) -> tuple[list[str], l
         if LEGACY_STORE in unknown:
             hint += f" ('{LEGACY_STORE}' is accepted with `accept_legacy_store = true`)"
         if sum(unknown.values()) == sum(counts.values()):
-            errors.append(f"{path}: no row has a supported store: storeMode {found}; {hint}. "
-                          "Fix the column or remove the file.")  # fmt: skip
+            notes.append(f"{path}: no row has a supported store: storeMode {found} will be "
+                         f"quarantined as unknown_store and the file adds 0 events; {hint}. "
+                         "Fix the column or remove the file.")  # fmt: skip
         else:
-            warnings.append(f"{path}: storeMode {found} will be quarantined as unknown_store; "
-                            f"{hint}")  # fmt: skip
-    return errors, warnings
+            notes.append(f"{path}: storeMode {found} will be quarantined as unknown_store; "
+                         f"{hint}")  # fmt: skip
+    return notes
 
 
 def preflight(settings: Settings) -> tuple[list[str], list[str]]:
     """What `phantom run` checks before registering anything: (errors that stop it, notes).
 
-    Errors: the demo and the user's own files would be pooled; a new file has no row of a
-    supported store. Notes: rows of unsupported stores that will be quarantined; registered
-    batches whose file left the drop zone (still analysed until dropped).
+    Errors: the demo and the user's own files would be pooled. Notes: rows of unsupported stores
+    that will be quarantined (all of a file's, too); registered batches whose file left the drop
+    zone (still analysed until dropped).
     """
     records = BatchRegistry(settings.lake_dir).records()
     files = candidate_files(settings.incoming_dir)
     registered = {r.path for r in records}
     new_files = [f for f in files if str(f.resolve()) not in registered]
-    errors, notes = _store_problems(settings, new_files)
+    notes = _store_notes(settings, new_files)
     mixing = mixing_problem(settings)
-    errors += [mixing] if mixing else []
+    errors = [mixing] if mixing else []
     notes += [
         f"batch {r.key}: its file {r.path} is gone from the drop zone; the batch is still "
         f"analysed (`phantom batches drop {r.key}` removes it)"

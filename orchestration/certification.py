@@ -2,9 +2,11 @@
 docs/architecture.md#audit-and-tamper-evidence).
 
 Verification re-hashes every stored artifact the report lists and compares with the recorded
-data versions (tamper evidence). Replay re-materializes one recorded asset partition from its
-recorded inputs inside a scratch copy of the data root -- the real lake is never touched -- and
-checks the result hashes to the recorded data version.
+data versions (tamper evidence), then re-derives the decision -- verdict, reasons, every number
+of the gate, the assumptions and the ledger -- from those hashed files and the report's recorded
+checks, and checks report.md is the rendering of report.json. Replay re-materializes one
+recorded asset partition from its recorded inputs inside a scratch copy of the data root -- the
+real lake is never touched -- and checks the result hashes to the recorded data version.
 """
 
 import dataclasses
@@ -12,13 +14,22 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
 from orchestration.definitions import build_definitions
+from phantom_assets.assets.audit import derive_certificate
+from phantom_assets.assets.lineage import upstream_partitions
 from phantom_assets.assets.partitions import BATCH_PARTITIONS_NAME
-from phantom_assets.audit import ArtifactRecord, CertificationReport
-from phantom_assets.config import Settings
+from phantom_assets.audit import (
+    ArtifactRecord,
+    CertificationReport,
+    render_markdown,
+    report_differences,
+)
+from phantom_assets.config import Settings, settings_from_dict
+from phantom_assets.lake import REPORT_FILE, REPORT_MD_FILE
 from phantom_assets.storage import combined_digest
 
 # Derived outputs that replay never needs: leave them out of the scratch copy.
@@ -104,3 +115,82 @@ def replay_step(
         written = [root / p for p in record.artifacts]  # relative to the data root
         version = combined_digest(written) if all(p.exists() for p in written) else "missing"
     return Replay(record, version, result.success)
+
+
+class NotInLineage(ValueError):
+    """The re-derivation needs a record the report does not hold."""
+
+
+@dataclass(frozen=True)
+class ReportLineage:
+    """`LineageSource` of a report's own records: the lineage of an asset partition is walked
+    with the code location's graph and every node must have its record in the report (a batch
+    that never loaded and an unobserved source are left out of a lineage, as when it was
+    collected)."""
+
+    records: dict[tuple[str, str | None], ArtifactRecord]
+    instance: dg.DagsterInstance
+    graph: Any
+
+    def record(self, asset: str, partition: str) -> ArtifactRecord | None:
+        found = self.records.get((asset, partition))
+        if found is None:
+            raise NotInLineage(f"{asset} [{partition}] is in the data root but not in the "
+                               f"report's lineage")  # fmt: skip
+        return found
+
+    def lineage(self, asset: str, partition: str) -> list[ArtifactRecord]:
+        nodes = upstream_partitions(self.instance, self.graph, dg.AssetKey(asset), partition)
+        found, absent = [], []
+        for key, part in nodes:
+            record = self.records.get((key.to_user_string(), part))
+            if record is not None:
+                found.append(record)
+            elif self.graph.get(key).is_materializable and key.to_user_string() != "raw_events":
+                absent.append(f"{key.to_user_string()} [{part}]")
+        if absent:
+            raise NotInLineage(f"the report's lineage of {asset} [{partition}] lacks "
+                               f"{', '.join(sorted(absent))}")  # fmt: skip
+        return found
+
+
+def rederive_report(settings: Settings, report: CertificationReport) -> CertificationReport:
+    """The certificate `derive_certificate` makes from the files in `settings.data_dir` with the
+    report's configuration, recorded checks and environment (run after `verify_records`, so the
+    files are the recorded bytes).
+
+    Raises:
+        NotInLineage: a file the decision reads has no record in the report.
+    """
+    configured = settings_from_dict({**report.config, "data_dir": str(settings.data_dir)})
+    graph = build_definitions(configured).resolve_asset_graph()
+    records = {(r.asset, r.partition): r for r in report.records}
+    batches = sorted(p for a, p in records if a == "raw_events" and p is not None)
+    instance = dg.DagsterInstance.ephemeral()  # holds only the recorded batches
+    instance.add_dynamic_partitions(BATCH_PARTITIONS_NAME, batches)
+    source = ReportLineage(records, instance, graph)
+    derived, _ = derive_certificate(configured, report.store, source, report.environment)
+    return derived
+
+
+def certificate_problems(settings: Settings, report: CertificationReport) -> list[str]:
+    """Where the certificate files disagree with what their hashed lineage decides: each
+    problem names the file and the field (empty: the decision is the lineage's)."""
+    folder = settings.lake.certification_dir(report.store)
+    try:
+        derived = rederive_report(settings, report)
+    except NotInLineage as error:
+        return [f"{folder / REPORT_FILE}: {error}"]
+    recorded = CertificationReport.from_json((folder / REPORT_FILE).read_text()).to_dict()
+    problems = [
+        f"{folder / REPORT_FILE}: {field} is not what the lineage decides"
+        for field in report_differences(recorded, derived.to_dict())
+    ]
+    markdown = folder / REPORT_MD_FILE
+    if not markdown.is_file():
+        problems.append(f"{markdown}: missing")
+    elif (written := markdown.read_text()) != (rendered := render_markdown(report)):
+        lines = zip(written.splitlines(), rendered.splitlines(), strict=False)
+        line = next((i for i, (a, b) in enumerate(lines, 1) if a != b), "end")
+        problems.append(f"{markdown}: differs from the rendering of report.json (line {line})")
+    return problems

@@ -19,7 +19,7 @@ from orchestration.scale_out.demo import STORE as SLICE_STORE
 from phantom_assets.calibration import STUDY_MODULES
 from phantom_assets.config import Settings
 from phantom_assets.constants import STORES
-from phantom_assets.lake import PUBLISH_PLAN_FILE
+from phantom_assets.lake import PUBLISH_PLAN_FILE, REPORT_FILE, REPORT_MD_FILE, SIGNATURE_FILE
 
 # Two cores: two runs at a time (training and evaluation are single-threaded per run).
 DEFAULT_WORKERS = 2
@@ -73,8 +73,10 @@ def _run(
     run_config: dict | None = None,
     check_upstream: bool = True,
     stores: list[str] | None = None,
+    force: bool = False,
 ) -> tuple[int, Settings]:
-    """`run_pipeline` with the CLI's workers, verbosity and exit codes."""
+    """`run_pipeline` with the CLI's workers, verbosity and exit codes; up-to-date tasks are
+    not run unless `force`."""
     import dagster as dg
 
     from orchestration.failures import failed_lines, skipped_lines
@@ -90,7 +92,7 @@ def _run(
             report = run_pipeline(
                 settings, instance, selection, stores=stores, echo=logger.info,
                 run_config=run_config, workers=args.workers, verbose=args.verbose,
-                check_upstream=check_upstream,
+                check_upstream=check_upstream, force=force,
             )  # fmt: skip
         except (MissingUpstreamError, SelectionError) as error:
             logger.error("%s", error)
@@ -104,6 +106,9 @@ def _run(
             logger.error("%s", "\n".join(failed_lines(instance, outcome)))
         for line in skipped_lines(report.skipped):
             logger.error("%s", line)
+        if report.up_to_date:
+            logger.info("%d of %d runs up to date, not rerun (--force reruns them)",
+                        len(report.up_to_date), len(report.outcomes))  # fmt: skip
     return (1 if report.failed or report.skipped else 0), settings
 
 
@@ -117,7 +122,7 @@ def _check_selection(settings: Settings, selection: str) -> None:
 
 def _prepare_data_root(settings: Settings, selection: str | None) -> int:
     """Simulate the demo into an empty data root; stop (2) when the demo and the user's data
-    would be pooled or a new file has no row of a supported store."""
+    would be pooled (rows of unsupported stores are only announced: ingest quarantines them)."""
     from orchestration.batches import is_empty_root, preflight
     from orchestration.planning import SelectionError
     from phantom_assets.batches import demo_dir
@@ -158,7 +163,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if code := _prepare_data_root(settings_from_env(), args.select):
         return code
-    code, settings = _run(args, args.select, stores=args.store)
+    code, settings = _run(args, args.select, stores=args.store, force=args.force)
     if code != 2:
         _print_summary(settings, args.json)
     return code
@@ -207,31 +212,40 @@ def cmd_publish(args: argparse.Namespace) -> int:
         config["revision"] = args.revision
     # The lake may come from another machine's run: publish what is there.
     run_config = {"ops": {"hf_dataset": {"config": config}}}
-    code, settings = _run(args, "hf_dataset", run_config, check_upstream=False)
+    # Publishing is an action, not a rebuild: it runs even when the staged dataset is fresh.
+    code, settings = _run(args, "hf_dataset", run_config, check_upstream=False, force=True)
     plan = settings.publish_dir / PUBLISH_PLAN_FILE
     if plan.exists():
         sys.stdout.write(plan.read_text())
     return code
 
 
-def cmd_audit(args: argparse.Namespace) -> int:
+def _audit_settings(args: argparse.Namespace) -> Settings:
     import dataclasses
 
-    from orchestration.certification import load_report, replay_step
     from orchestration.resources import settings_from_env
-    from phantom_assets.audit import verify_records
 
     settings = settings_from_env()
     if args.data_dir:
         settings = dataclasses.replace(settings, data_dir=Path(args.data_dir).resolve())
+    return settings
+
+
+def _audit(settings: Settings, store: str) -> int:
+    """0 if the store's certificate files are the recorded bytes and its decision the
+    lineage's; else each problem is logged, naming the file, and the exit code returned (2: no
+    readable report, 1: a tampered, forged or stale one)."""
+    from orchestration.certification import certificate_problems, load_report
+    from phantom_assets.audit import verify_records
+
     logger.info("auditing the data root %s", settings.data_dir)
     try:
-        report = load_report(settings, args.store)
+        report = load_report(settings, store)
     except (FileNotFoundError, ValueError) as error:
         logger.error("%s", error)
         return 2
     verdict = "CERTIFIED" if report.certified else "NOT CERTIFIED"
-    logger.info("%s: policy %s %s", args.store, report.policy, verdict)
+    logger.info("%s: policy %s %s (as the report says)", store, report.policy, verdict)
     result = verify_records(report.records, root=settings.data_dir)
     if not result.ok:
         first = result.mismatches[0]
@@ -240,7 +254,55 @@ def cmd_audit(args: argparse.Namespace) -> int:
         return 1
     logger.info("verified %d files of %d records in %s", result.n_files, result.n_records,
                 settings.data_dir)  # fmt: skip
+    problems = certificate_problems(settings, report)
+    for problem in problems:
+        logger.error("forged or stale certificate: %s", problem)
+    if problems:
+        return 1
+    logger.info("the verdict, reasons and gate numbers are what the lineage decides")
+    return 0
+
+
+def _signature_files(settings: Settings, store: str) -> tuple[bytes, bytes, Path]:
+    folder = settings.lake.certification_dir(store)
+    return (
+        (folder / REPORT_FILE).read_bytes(),
+        (folder / REPORT_MD_FILE).read_bytes(),
+        (folder / SIGNATURE_FILE),
+    )
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from orchestration.certification import load_report, replay_step
+
+    settings = _audit_settings(args)
+    if code := _audit(settings, args.store):
+        return code
+    if args.verify:
+        from phantom_assets.audit.signing import (
+            Signature,
+            SigningUnavailable,
+            signature_problem,
+        )
+
+        report_json, report_md, signature_path = _signature_files(settings, args.store)
+        if not signature_path.is_file():
+            logger.error("%s: no signature (sign with `phantom certify --sign KEY`)",
+                         signature_path)  # fmt: skip
+            return 1
+        try:
+            signature = Signature.from_json(signature_path.read_text())
+            problem = signature_problem(Path(args.verify).read_bytes(), signature, report_json,
+                                        report_md)  # fmt: skip
+        except (SigningUnavailable, ValueError, OSError) as error:
+            logger.error("%s: %s", signature_path, error)
+            return 2
+        if problem is not None:
+            logger.error("%s: %s", signature_path, problem)
+            return 1
+        logger.info("%s: signed by the holder of %s", signature_path, args.verify)
     if args.replay:
+        report = load_report(settings, args.store)
         try:
             replay = replay_step(settings, report, args.replay, args.partition)
         except ValueError as error:
@@ -254,6 +316,43 @@ def cmd_audit(args: argparse.Namespace) -> int:
             )  # fmt: skip
             return 1
         logger.info("replay of %s reproduces data version %s", label, replay.reproduced_version)
+    return 0
+
+
+def cmd_certify(args: argparse.Namespace) -> int:
+    """`--new-key PATH`: write an Ed25519 key pair; `--store S --sign KEY`: audit the store's
+    certificate, then sign it (report.sig next to it). The key is read, never logged or stored."""
+    from phantom_assets.audit.signing import SigningUnavailable, new_key_pair, sign_certificate
+    from phantom_assets.storage import write_bytes_atomic
+
+    try:
+        if args.new_key:
+            private_path = Path(args.new_key)
+            if private_path.exists():
+                logger.error("%s exists: refusing to overwrite a key", private_path)
+                return 2
+            private_pem, public_pem = new_key_pair()
+            private_path.touch(mode=0o600)
+            private_path.write_bytes(private_pem)
+            public_path = private_path.with_name(private_path.name + ".pub")
+            write_bytes_atomic(public_pem, public_path)
+            logger.info("wrote the private key %s (keep it secret) and the public key %s",
+                        private_path, public_path)  # fmt: skip
+            return 0
+        if not (args.store and args.sign):
+            logger.error("phantom certify: give --store and --sign KEY (or --new-key PATH)")
+            return 2
+        settings = _audit_settings(args)
+        if code := _audit(settings, args.store):
+            logger.error("%s: the certificate does not audit: not signed", args.store)
+            return code
+        report_json, report_md, signature_path = _signature_files(settings, args.store)
+        signature = sign_certificate(Path(args.sign).read_bytes(), report_json, report_md)
+    except (SigningUnavailable, ValueError, OSError) as error:
+        logger.error("phantom certify: %s", error)
+        return 2
+    write_bytes_atomic(signature.to_json().encode(), signature_path)
+    logger.info("signed %s's certificate: %s", args.store, signature_path)
     return 0
 
 
@@ -350,6 +449,11 @@ def build_parser() -> argparse.ArgumentParser:
         "batch and unpartitioned assets run as usual",
     )  # fmt: skip
     run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    run.add_argument(
+        "--force",
+        action="store_true",
+        help="rerun every selected task, also those whose assets are up to date",
+    )
     _add_execution_options(run)
     run.set_defaults(func=cmd_run)
 
@@ -399,7 +503,21 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument(
         "--data-dir", help="the data root to verify (default: $PHANTOM_DATA_DIR, else ./data)"
     )
+    audit.add_argument(
+        "--verify", metavar="PUBKEY", help="also check report.sig against this Ed25519 public key"
+    )
     audit.set_defaults(func=cmd_audit)
+
+    certify = sub.add_parser(
+        "certify", help="sign an audited certificate (Ed25519), or make a key pair"
+    )
+    certify.add_argument("--store", choices=list(STORES))
+    certify.add_argument("--sign", metavar="KEY", help="the signer's Ed25519 private key (PEM)")
+    certify.add_argument("--new-key", metavar="PATH", help="write a key pair: PATH, PATH.pub")
+    certify.add_argument(
+        "--data-dir", help="the data root (default: $PHANTOM_DATA_DIR, else ./data)"
+    )
+    certify.set_defaults(func=cmd_certify)
 
     bench = sub.add_parser(
         "bench",

@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+HEARTBEAT_S = 30.0
+
 
 @dataclass
 class StageCount:
@@ -21,13 +23,14 @@ class StageCount:
     ok: int = 0
     failed: int = 0
     skipped: int = 0
+    fresh: int = 0  # up to date: not run
     seconds: float = 0.0
     started: float | None = None
     reported: bool = False
 
     @property
     def resolved(self) -> int:
-        return self.ok + self.failed + self.skipped
+        return self.ok + self.failed + self.skipped + self.fresh
 
 
 @dataclass
@@ -41,6 +44,7 @@ class Progress:
     _durations: list[float] = field(default_factory=list)
     _finished_lines: dict[int, str] = field(default_factory=dict)
     _printed: int = 0  # stages [0, _printed) have printed their line
+    _last_line: float = field(default_factory=time.perf_counter)
 
     @classmethod
     def of(cls, labels: Sequence[str], totals: Sequence[int], workers: int, echo):
@@ -75,7 +79,18 @@ class Progress:
                 return
             self._clear()
             self.echo(line)
+            self._last_line = time.perf_counter()
             self._printed += 1
+
+    def heartbeat(self) -> None:
+        """Off a terminal, a line for every stage in flight when nothing was printed for
+        `HEARTBEAT_S`: a log that shows a long stage (training) is alive, with its ETA."""
+        if self.live or time.perf_counter() - self._last_line < HEARTBEAT_S:
+            return
+        for index, count in enumerate(self.stages):
+            if count.started is not None and not count.reported:
+                self.echo(self.line(index))
+        self._last_line = time.perf_counter()
 
     def eta_seconds(self) -> float | None:
         """Remaining runs × mean run time / workers (None until one run finished)."""
@@ -88,6 +103,7 @@ class Progress:
         count = self.stages[stage]
         elapsed = time.perf_counter() - count.started if count.started else 0.0
         parts = [f"{count.ok} ok"]
+        parts += [f"{count.fresh} up to date"] if count.fresh else []
         parts += [f"{count.failed} FAILED"] if count.failed else []
         parts += [f"{count.skipped} skipped"] if count.skipped else []
         eta = self.eta_seconds()

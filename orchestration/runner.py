@@ -30,6 +30,7 @@ from typing import Any
 
 import dagster as dg
 
+from orchestration.freshness import Freshness
 from orchestration.jobs import with_stage_jobs
 from orchestration.planning import (
     MissingUpstreamError,
@@ -72,6 +73,7 @@ class Status(enum.StrEnum):
     OK = "ok"
     FAILED = "failed"
     SKIPPED = "skipped"
+    FRESH = "fresh"  # up to date: nothing to do, not run (`orchestration.freshness`)
 
 
 @dataclass
@@ -104,6 +106,10 @@ class PipelineReport:
     @property
     def skipped(self) -> list[RunOutcome]:
         return [o for o in self.outcomes if o.status is Status.SKIPPED]
+
+    @property
+    def up_to_date(self) -> list[RunOutcome]:
+        return [o for o in self.outcomes if o.status is Status.FRESH]
 
 
 def register_batches(
@@ -151,6 +157,7 @@ class _Scheduler:
     tags: dict[str, str]
     run_config: dict[str, Any]
     echo: Callable[[str], None]
+    freshness: Freshness | None  # None: --force, every task runs
     status: dict[int, Status] = field(default_factory=dict)
     outcomes: dict[int, RunOutcome] = field(default_factory=dict)
     running: dict[int, Task] = field(default_factory=dict)
@@ -233,15 +240,19 @@ class _Scheduler:
     def run(self, workers: InProcessWorker | ProcessWorkers) -> None:
         while len(self.status) < len(self.tasks):
             self._skip_downstream_of_failures()
+            resolved = len(self.status)
             for i in self._ready():
+                task = self.tasks[i]
+                stage = self.stages[task.stage]
+                if self.freshness and self.freshness.up_to_date(stage.keys, task.partition):
+                    self._resolve(i, Status.FRESH, 0.0, None)
+                    continue
                 if workers.free <= 0:
                     break
-                task = self.tasks[i]
                 if not self._pool_free(task):
                     continue
                 self.running[i] = task
                 self.progress.started(task.stage)
-                stage = self.stages[task.stage]
                 tags = {**self.tags, STAGE_TAG: stage.label}
                 workers.submit(TaskRequest(i, stage.job, as_requests(stage.keys), task.partition,
                                            tags, self.run_config))  # fmt: skip
@@ -250,11 +261,16 @@ class _Scheduler:
                 if not self._ready() and len(self.status) < len(self.tasks):
                     raise RuntimeError("no task can run: the task plan has a cycle")
                 continue
+            if len(self.status) > resolved and not self.running:
+                continue  # up-to-date tasks resolved: their downstream may be ready now
             for result in workers.poll(POLL_S):
                 self._finish(result)
+            self.progress.heartbeat()
 
     def _finish(self, result: TaskResult) -> None:
         self.running.pop(result.task_id)
+        if self.freshness:
+            self.freshness.changed()
         if result.error:
             self.echo(f"task error: {result.error}")
         status = Status.OK if result.success else Status.FAILED
@@ -274,6 +290,7 @@ def run_pipeline(
     verbose: bool = True,
     defs: dg.Definitions | None = None,
     check_upstream: bool = True,
+    force: bool = False,
 ) -> PipelineReport:
     """Register batches, then materialize every selected stage × partition as Dagster runs.
 
@@ -283,7 +300,9 @@ def run_pipeline(
     (in process only; the stage jobs it lacks are added). `check_upstream=False` skips the
     never-materialized-upstream check (publishing reads a lake that another instance may have
     built). A failed run skips its downstream tasks; the caller turns failures and skips into a
-    non-zero exit. SIGTERM/SIGINT cancel the runs in flight and raise `Interrupted`.
+    non-zero exit. A task whose assets are up to date at its partition (`Freshness`) is not run
+    (`Status.FRESH`) unless `force`. SIGTERM/SIGINT cancel the runs in flight and raise
+    `Interrupted`.
 
     Raises:
         MissingUpstreamError: the selection reads an unselected asset never materialized.
@@ -315,8 +334,10 @@ def run_pipeline(
     progress = Progress.of([s.label for s in stages], totals, max(workers, 1), echo)
     session = uuid.uuid4().hex
     tags = {LAUNCHED_BY_TAG: "phantom run", **run_tags(session)}
+    last_drop = BatchRegistry(settings.lake_dir).last_drop()
+    freshness = None if force else Freshness(defs, instance, last_drop)
     scheduler = _Scheduler(
-        defs, instance, stages, tasks, waits, progress, tags, run_config or {}, echo
+        defs, instance, stages, tasks, waits, progress, tags, run_config or {}, echo, freshness
     )
     if workers > 0:
         report.log_path = None if verbose else run_log_path(settings.data_dir, session)

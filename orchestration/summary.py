@@ -1,5 +1,6 @@
-"""The end-of-run summary: batches used, sessions, quarantine, then one block per store with the
-headline results and their CIs, read back from the files the assets wrote.
+"""The end-of-run summary: batches used (and warnings about the others), sessions, quarantine,
+then one block per store with the headline results and their CIs, read back from the files the
+assets wrote.
 
 `collect_summary` returns one JSON-ready dict (`phantom run --json`, `phantom summary --json`);
 `render_summary` prints the same for people. Every store section is read defensively: a stage
@@ -18,7 +19,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from orchestration.batches import used_batches
+from orchestration.batches import BatchInfo, batch_infos
 from phantom_assets.audit.gate import COMPARISON_ROLES
 from phantom_assets.config import Settings
 from phantom_assets.constants import STORES
@@ -301,14 +302,34 @@ def store_summary(settings: Settings, store: str) -> dict[str, Any]:
     return summary
 
 
+def batch_warnings(infos: list[BatchInfo]) -> list[str]:
+    """One line per batch that adds nothing to the results: not loaded (its ingest failed, e.g.
+    an unreadable file, or has not run) or loaded with every row quarantined."""
+    warnings = []
+    for info in infos:
+        key, name = info.record.key, info.record.source.name
+        if not info.ingested:
+            warnings.append(
+                f"{key} {name}: not loaded (its ingest failed or has not run), so not in the "
+                f"results; fix the file or `phantom batches drop {key}`"
+            )
+        elif info.rows == 0:
+            quarantined = info.quarantined or 0
+            rows = "its one row" if quarantined == 1 else f"all {quarantined:,} rows"
+            warnings.append(f"{key} {name}: 0 events, {rows} quarantined")
+    return warnings
+
+
 def collect_summary(settings: Settings) -> dict[str, Any]:
     """Everything the summary shows, as one JSON-ready dict."""
     sessions = session_counts(settings)
     quarantine = quarantine_counts(settings)
+    infos = batch_infos(settings)
     return {
         "data_dir": str(settings.data_dir),
         "profile": settings.profile,
-        "batches": [info.to_json() for info in used_batches(settings)],
+        "batches": [info.to_json() for info in infos if info.ingested],
+        "batch_warnings": batch_warnings(infos),
         "sessions": sessions.to_dicts(),
         "quarantined": {r["reason"]: int(r["n_rows"]) for r in quarantine.iter_rows(named=True)},
         "stores": {store: store_summary(settings, store) for store in STORES},
@@ -447,6 +468,8 @@ def render_summary(settings: Settings, summary: dict[str, Any] | None = None) ->
         kind = "demo" if batch["demo"] else "own "
         counts = f"{batch['rows']:,} rows, {batch['quarantined'] or 0:,} quarantined"
         lines.append(f"  {batch['key']}  {kind}  {Path(batch['source']).name}  {counts}")
+    for warning in summary["batch_warnings"]:
+        lines += _wrapped(warning, 96, "WARNING: batch ", "    ")
     lines.append("sessions per store and class:")
     if not summary["sessions"]:
         lines.append("  (warehouse not built)")

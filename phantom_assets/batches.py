@@ -18,10 +18,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from phantom_assets.schema.raw_formats import EXPERIMENTS_SIDECAR_NAME, EXPERIMENTS_SIDECAR_SUFFIX
-from phantom_assets.storage import file_digest, write_json_atomic
+from phantom_assets.storage import file_digest, write_bytes_atomic, write_json_atomic
 
 BATCH_KEY_PATTERN = re.compile(r"^\d{8}_[0-9a-f]{10}$")
 REGISTRY_FOLDER = "batch_registry"
+LAST_DROP_FILE = "last_drop.txt"  # when a batch was last dropped: what read it must rebuild
 DEMO_FOLDER = "demo"  # incoming/demo/: where `phantom run` simulates the demo into an empty root
 DROPPED_FOLDER = "dropped"  # <data>/dropped/: a user's files of dropped batches (never deleted)
 # In-flight uploads and editor droppings are never batches.
@@ -140,7 +141,14 @@ class BatchRegistry:
         """Delete the record of `key` and return it (KeyError naming the key if unregistered)."""
         record = self.get(key)
         (self.root / f"{key}.json").unlink()
+        write_bytes_atomic(datetime.now(UTC).isoformat().encode(), self.root / LAST_DROP_FILE)
         return record
+
+    def last_drop(self) -> datetime | None:
+        """When a batch was last removed (None: never). A removed partition leaves what read it
+        looking up to date to Dagster (nothing upstream is newer), so `phantom run` compares."""
+        path = self.root / LAST_DROP_FILE
+        return datetime.fromisoformat(path.read_text()) if path.exists() else None
 
     @staticmethod
     def _read(path: Path) -> BatchRecord:

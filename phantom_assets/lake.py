@@ -31,7 +31,7 @@ SCORES_FILE, PREFIX_SCORES_FILE, CALIBRATION_FILE = (
     "prefix_scores.parquet",
     "calibration.json",
 )
-REPORT_FILE, REPORT_MD_FILE = "report.json", "report.md"
+REPORT_FILE, REPORT_MD_FILE, SIGNATURE_FILE = "report.json", "report.md", "report.sig"
 SPEC_ARRAYS_FILE, SPEC_SCALARS_FILE = "spec.npz", "spec.json"
 POLICY_FILE, CURVE_FILE, WEIGHTS_FILE = "policy.json", "learning_curve.parquet", "weights.npz"
 NOMINAL_FILE, STRESS_FILE, TRACES_FILE = "nominal.parquet", "stress.parquet", "traces.parquet"

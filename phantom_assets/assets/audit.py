@@ -2,13 +2,14 @@
 (docs/method.md#certification)."""
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import dagster as dg
 import numpy as np
 import polars as pl
 
-from phantom_assets.assets.lineage import collect_lineage
+from phantom_assets.assets.lineage import collect_lineage, collect_record
 from phantom_assets.assets.metadata import (
     PACKAGE_ROOT,
     artifact_version,
@@ -21,6 +22,7 @@ from phantom_assets.assets.resources import StorageResource
 from phantom_assets.audit import (
     ArtifactRecord,
     CertificationReport,
+    GateDecision,
     environment_snapshot,
     failed_blocking_checks,
     promotion_gate,
@@ -51,18 +53,48 @@ GATE_FIELDS = ("gate_candidates", "max_human_harm")
 """The evaluation settings the gate decides with (the seeds reach it through the stress rows)."""
 
 
-def certification_report(
-    context: dg.AssetExecutionContext,
-    storage: StorageResource,
-    asset_graph: dg.ResourceParam[Any],
-) -> dg.MaterializeResult:
-    """Certificate for a store's best agent-aware defence: its full lineage back to every raw
-    batch (data and code versions, runs, checks), the environment, and the promotion gate --
-    selected on the selection seeds; certified only if every blocking check passed and, on
-    held-out episode seeds, it beats the best undefended response (the tuned-static tier) on
-    stress profit, its detector value (fitted − permuted f) is positive and total human harm
-    stays within the bound (Holm across candidates)."""
-    store, settings = context.partition_key, storage.settings()
+class LineageSource(Protocol):
+    """Where a certificate's lineage records come from: the Dagster instance when the asset
+    writes it, the report's own records when `phantom audit` re-derives it."""
+
+    def lineage(self, asset: str, partition: str) -> list[ArtifactRecord]:
+        """Records of `asset [partition]` and everything upstream of it."""
+        ...
+
+    def record(self, asset: str, partition: str) -> ArtifactRecord | None:
+        """The record of `asset [partition]` alone (None: it has none)."""
+        ...
+
+
+@dataclass(frozen=True)
+class InstanceLineage:
+    """`LineageSource` of a Dagster instance (what the asset records)."""
+
+    instance: dg.DagsterInstance
+    graph: Any
+
+    def lineage(self, asset: str, partition: str) -> list[ArtifactRecord]:
+        return collect_lineage(self.instance, self.graph, dg.AssetKey(asset), partition)
+
+    def record(self, asset: str, partition: str) -> ArtifactRecord | None:
+        return collect_record(self.instance, self.graph, dg.AssetKey(asset), partition)
+
+
+def store_policy_key(store: str, policy: str) -> str:
+    """The partition key of `policy_evaluations [store|policy]` as records name it."""
+    return str(dg.MultiPartitionKey({"store": store, "policy": policy}))
+
+
+def derive_certificate(
+    settings: Settings, store: str, source: LineageSource, environment: dict[str, Any]
+) -> tuple[CertificationReport, GateDecision]:
+    """The store's certificate from the evaluations in `settings.data_dir`, the checks of the
+    lineage `source` gives, the sensitivity grid and the agent ledger: deterministic given them
+    (the gate's resamples are seeded), so `phantom audit` re-derives it from the hashed files.
+
+    Raises:
+        dg.Failure: no stress evaluations, or none of a reference policy.
+    """
     stress = settings.lake.all_evaluations(store, STRESS_FILE)
     if stress is None:
         raise dg.Failure(f"no stress evaluations for store {store}: materialize policy_evaluations")
@@ -71,7 +103,8 @@ def certification_report(
     static = policy_key("static", None, train_alpha)
     grid = policy_grid(settings)
     stress = stress.filter(pl.col("policy").is_in(grid))  # partitions of another grid stay out
-    missing = sorted(set(grid) - set(stress["policy"].unique()))
+    evaluated = sorted(set(stress["policy"].unique()))
+    missing = sorted(set(grid) - set(evaluated))
     if baseline in missing or static in missing:
         raise dg.Failure(f"{store}: no stress evaluations of the references "
                          f"{[p for p in (baseline, static) if p in missing]}: materialize "
@@ -84,12 +117,10 @@ def certification_report(
     tested = select_candidates(stress, baseline, [static], cfg.max_human_harm,
                                cfg.gate_candidates, STRESS_METRIC)  # fmt: skip
     references = (baseline, static)
-    lineage = {}
-    for policy in sorted({*tested["policy"], *references}):  # a handful of policies
-        key = dg.MultiPartitionKey({"store": store, "policy": policy})
-        lineage[policy] = collect_lineage(
-            context.instance, asset_graph, dg.AssetKey("policy_evaluations"), key
-        )
+    lineage = {
+        policy: source.lineage("policy_evaluations", store_policy_key(store, policy))
+        for policy in sorted({*tested["policy"], *references})  # a handful of policies
+    }
     failed = {
         policy: [*incomplete, *failed_blocking_checks(_records(lineage, (policy, *references)))]
         for policy in tested["policy"]
@@ -108,11 +139,18 @@ def certification_report(
     ledger = (pl.read_parquet(ledger_path).filter(pl.col("k") == spec.nominal_k)
               .with_columns(pl.selectors.float().fill_nan(None)).to_dicts()
               if ledger_path.exists() else [])  # fmt: skip
+    # Everything the certificate decides from or cites is in its hashed lineage: every tested
+    # candidate's and reference's lineage, every evaluation the selection ranked, the sensitivity
+    # grid and the ledger (with the market they were computed on).
+    cited = {
+        **{p: lineage[p] for p in lineage},
+        **{p: [r] for p in evaluated if p not in lineage
+           if (r := source.record("policy_evaluations", store_policy_key(store, p)))},
+        "sensitivity": source.lineage("market_sensitivity", store),
+        "oracle": source.lineage("market_oracle", store),
+    }  # fmt: skip
     # Artifact paths relative to the data root: the report stays valid in a copied root.
-    records = [
-        r.relative_to(settings.data_dir)
-        for r in _records(lineage, (decision.candidate, *references))
-    ]
+    records = [r.relative_to(settings.data_dir) for r in _records(cited, list(cited))]
     report = CertificationReport(
         store=store, policy=decision.candidate, certified=decision.certified,
         reasons=decision.reasons, records=tuple(records),
@@ -124,40 +162,62 @@ def certification_report(
         config=settings.as_dict(),
         seeds={"gate": GATE_SEED, "selection": list(decision.selection_seeds),
                "test": list(decision.test_seeds)},
-        environment=environment_snapshot(PACKAGE_ROOT.parent),
+        environment=environment,
     )  # fmt: skip
+    return report, decision
+
+
+def certification_report(
+    context: dg.AssetExecutionContext,
+    storage: StorageResource,
+    asset_graph: dg.ResourceParam[Any],
+) -> dg.MaterializeResult:
+    """Certificate for a store's best agent-aware defence: its full lineage back to every raw
+    batch (data and code versions, runs, checks), the environment, and the promotion gate --
+    selected on the selection seeds; certified only if every blocking check passed and, on
+    held-out episode seeds, it beats the best undefended response (the tuned-static tier) on
+    stress profit, its detector value (fitted − permuted f) is positive and total human harm
+    stays within the bound (Holm across candidates). `phantom audit` re-derives it."""
+    store, settings = context.partition_key, storage.settings()
+    lineage = InstanceLineage(context.instance, asset_graph)
+    report, decision = derive_certificate(
+        settings, store, lineage, environment_snapshot(PACKAGE_ROOT.parent)
+    )
     folder = settings.lake.certification_dir(store)
-    write_bytes_atomic(report.to_json().encode(), folder / REPORT_FILE)
-    certificate = render_markdown(report)
+    text = report.to_json()
+    write_bytes_atomic(text.encode(), folder / REPORT_FILE)
+    # Rendered from the JSON as written (its sorted keys), as `phantom audit` re-renders it.
+    certificate = render_markdown(CertificationReport.from_json(text))
     write_bytes_atomic(certificate.encode(), folder / REPORT_MD_FILE)
     version, artifacts = artifact_version(folder / REPORT_FILE, folder / REPORT_MD_FILE)
-    context.log.info(f"{store}: {decision.candidate} "
-                     f"{'CERTIFIED' if decision.certified else 'not certified'}")  # fmt: skip
+    gate = report.gate
+    context.log.info(f"{store}: {report.policy} "
+                     f"{'CERTIFIED' if report.certified else 'not certified'}")  # fmt: skip
     return dg.MaterializeResult(
         data_version=version,
         metadata={
             **artifacts,
-            "certified": decision.certified,
-            "policy": decision.candidate,
-            "baseline": baseline,
-            "static": static,
-            "reasons": dg.MetadataValue.md("\n".join(f"- {r}" for r in decision.reasons)),
+            "certified": report.certified,
+            "policy": report.policy,
+            "baseline": gate["baseline"],
+            "static": gate["static"],
+            "reasons": dg.MetadataValue.md("\n".join(f"- {r}" for r in report.reasons)),
             # The whole certificate (report.md): the UI opens it in a window of its own, so no
             # reason is cut off by the width of the metadata table.
             "certificate": dg.MetadataValue.md(certificate),
-            "n_lineage_records": len(records),
-            "missing_evaluations": str(missing),
-            "n_pairs": decision.n_pairs,
-            "selection_seeds": str(list(decision.selection_seeds)),
-            "test_seeds": str(list(decision.test_seeds)),
+            "n_lineage_records": len(report.records),
+            "missing_evaluations": str(gate["missing_evaluations"]),
+            "n_pairs": gate["n_pairs"],
+            "selection_seeds": str(gate["selection_seeds"]),
+            "test_seeds": str(gate["test_seeds"]),
             **{
                 name: test.describe() if test else "undefined"
                 for name, test in zip(TEST_NAMES, decision.tests, strict=True)
             },
-            "p_value": decision.p_value,
-            "method": decision.method,
+            "p_value": gate["p_value"],
+            "method": gate["method"],
             "decision_holds_on_sensitivity_grid": str(
-                assumptions.get("decision_holds_on_whole_grid", "not built")
+                gate["assumptions"].get("decision_holds_on_whole_grid", "not built")
             ),
         },
     )

@@ -18,7 +18,7 @@ from phantom_assets.assets.resources import StorageResource
 from phantom_assets.batches import BatchRegistry, candidate_files
 from phantom_assets.config import Settings
 from phantom_assets.constants import STORES
-from phantom_assets.schema import UnreadableFileError, parse_batch
+from phantom_assets.schema import IngestResult, UnreadableFileError, parse_batch
 from phantom_assets.storage import file_digest, write_parquet_atomic
 
 RAW_EVENTS_CODE = code_version_of(
@@ -36,6 +36,27 @@ def incoming_files(storage: StorageResource) -> dg.ObserveResult:
     )
 
 
+def no_events_warning(key: str, source: Path, result: IngestResult) -> str | None:
+    """What to tell when no row of a batch was kept (None when some were).
+
+    Bad rows never fail a batch: they are quarantined one by one, and a batch of nothing but bad
+    rows (or rows of stores not configured) materializes with 0 events, loudly.
+    """
+    if not result.events.is_empty():
+        return None
+    reasons = result.quarantine["reason"].value_counts(sort=True).iter_rows()
+    found = ", ".join(f"{reason} ({n:,})" for reason, n in reasons) or "the file holds no row"
+    warning = (
+        f"batch {key}: {source} adds 0 events: all {result.counts['rows_in']:,} rows are "
+        f"quarantined ({found})"
+    )
+    if result.counts["unknown_store"]:
+        stores = result.quarantine.filter(pl.col("reason") == "unknown_store")["detail"]
+        shown = ", ".join(sorted(stores.drop_nulls().unique())[:5])
+        warning += f"; {shown}: storeMode must be one of {', '.join(STORES)}"
+    return warning
+
+
 def raw_events(context: dg.AssetExecutionContext, storage: StorageResource):
     """Parse one registered batch file into canonical events and its quarantine."""
     settings = storage.settings()
@@ -51,13 +72,12 @@ def raw_events(context: dg.AssetExecutionContext, storage: StorageResource):
     try:
         result = parse_batch(source, record.key, accept_legacy_store=settings.accept_legacy_store)
     except UnreadableFileError as error:
-        raise dg.Failure(str(error)) from error
-    if result.events.is_empty() and result.counts["unknown_store"]:
-        found = result.quarantine.filter(pl.col("reason") == "unknown_store")["detail"].unique()
-        raise dg.Failure(
-            f"batch {record.key}: {source} has no row of a supported store "
-            f"({', '.join(sorted(found)[:5])}); storeMode must be one of {', '.join(STORES)}"
-        )
+        # Its message names the file and the reader's problem; chaining the reader's own error
+        # would make that cause (e.g. polars' "File out of specification") the one shown.
+        raise dg.Failure(f"batch {record.key}: {error}") from None
+    warning = no_events_warning(record.key, source, result)
+    if warning:
+        context.log.warning(warning)
     events_path = settings.lake.events(record.key)
     quarantine_path = settings.lake.quarantine(record.key)
     write_parquet_atomic(result.events, events_path)
@@ -77,6 +97,7 @@ def raw_events(context: dg.AssetExecutionContext, storage: StorageResource):
             source_sha256=record.sha256,
             format=result.format,
             counts=dg.MetadataValue.md(counts_table_markdown(counts, ("count", "rows"))),
+            **({"warning": dg.MetadataValue.text(warning)} if warning else {}),
         ),
     )
     yield dg.MaterializeResult(

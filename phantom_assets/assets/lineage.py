@@ -21,6 +21,7 @@ from phantom_assets.assets.dagster_internals import (
     AssetCheckExecutionRecordStatus,
     PartitionKeyFilter,
 )
+from phantom_assets.assets.partitions import BATCH_PARTITIONS_NAME
 from phantom_assets.audit import ArtifactRecord, file_digests_of
 
 if TYPE_CHECKING:
@@ -119,6 +120,12 @@ def _checks(
     return dict(sorted(outcomes.items())), sorted(blocking)
 
 
+def _is_batch(node: BaseAssetNode) -> bool:
+    """Partitioned by batch: one partition per raw file, read by the warehouse only once loaded
+    (dbt reads the batches in the lake, whichever exist)."""
+    return getattr(node.partitions_def, "name", None) == BATCH_PARTITIONS_NAME
+
+
 def _record(
     instance: dg.DagsterInstance,
     graph: BaseAssetGraph,
@@ -144,6 +151,8 @@ def _record(
     if latest is None or event is None:
         if not node.is_materializable:
             return None  # a source never observed: nothing to record
+        if _is_batch(node):
+            return None  # a batch that never loaded (an unreadable file) fed no data downstream
         checks, blocking = _checks(instance, graph, node, partition, None, cache)
         return ArtifactRecord(
             asset=key.to_user_string(),
@@ -233,8 +242,10 @@ def collect_lineage(
 
     Returns:
         One record per upstream asset partition, in topological order, then by partition key.
-        Never-materialized partitions are recorded with `data_version=None`; unobserved sources
-        are left out. Per-file digests are taken from the files as they are now.
+        Never-materialized partitions are recorded with `data_version=None` (a hole that blocks
+        certification), except batches: one that never loaded contributed no data, so it is
+        left out, like unobserved sources. Per-file digests are taken from the files as they
+        are now.
 
     Raises:
         ValueError: If `key` is not in the graph or `partition` does not fit its partitioning.
@@ -247,3 +258,32 @@ def collect_lineage(
     cache: dict[str, list[Any]] = {}
     records = (_record(instance, asset_graph, node, cache) for node in nodes)
     return [record for record in records if record is not None]
+
+
+def collect_record(
+    instance: dg.DagsterInstance, asset_graph: BaseAssetGraph, key: dg.AssetKey, partition: str
+) -> ArtifactRecord | None:
+    """The record of one asset partition alone (`collect_lineage` without the upstream walk)."""
+    _validate_partition(asset_graph, key, partition)
+    return _record(instance, asset_graph, (key, partition), {})
+
+
+def failed_blocking_checks_of(
+    instance: dg.DagsterInstance,
+    asset_graph: BaseAssetGraph,
+    key: dg.AssetKey,
+    partition: str | None,
+) -> list[str]:
+    """The blocking checks of the latest materialization of `key [partition]` that did not pass
+    (one never evaluated counts as not passed, as in the lineage records)."""
+    node = asset_graph.get(key)
+    if not node.check_keys:
+        return []
+    records_filter = dg.AssetRecordsFilter(
+        asset_key=key, asset_partitions=[partition] if partition is not None else None
+    )
+    found = instance.fetch_materializations(records_filter, limit=1).records
+    checks, blocking = _checks(
+        instance, asset_graph, node, partition, found[0] if found else None, {}
+    )
+    return [name for name in blocking if not checks.get(name, False)]

@@ -44,6 +44,7 @@ from phantom_assets.audit.verify import (
     Mismatch,
     VerificationResult,
     file_digests_of,
+    report_differences,
     verify_records,
 )
 
@@ -73,6 +74,7 @@ __all__ = [
     "paired_stress",
     "promotion_gate",
     "render_markdown",
+    "report_differences",
     "seed_means",
     "select_candidates",
     "sign_flip_test",

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from phantom_assets.audit.records import ArtifactRecord
 from phantom_assets.storage import combined_digest, file_digest
@@ -156,3 +157,33 @@ def file_digests_of(artifacts: Iterable[str], root: Path | None = None) -> dict[
         if path.is_file():
             digests[artifact] = file_digest(path)
     return digests
+
+
+DECIDED_FIELDS = ("policy", "certified", "reasons", "gate", "seeds")
+"""The report's fields that `phantom audit` re-derives from the hashed lineage."""
+
+
+def _differences(recorded: Any, derived: Any, path: str) -> list[str]:
+    if isinstance(recorded, dict) and isinstance(derived, dict):
+        return [
+            diff
+            for key in sorted(set(recorded) | set(derived), key=str)
+            for diff in _differences(recorded.get(key), derived.get(key), f"{path}.{key}")
+        ]
+    if isinstance(recorded, list) and isinstance(derived, list) and len(recorded) == len(derived):
+        return [
+            diff
+            for i, (a, b) in enumerate(zip(recorded, derived, strict=True))
+            for diff in _differences(a, b, f"{path}[{i}]")
+        ]
+    return [] if recorded == derived else [path]
+
+
+def report_differences(recorded: dict[str, Any], derived: dict[str, Any]) -> list[str]:
+    """The fields (`gate.ci_low`, `reasons[0]`, `certified`) where a report's JSON disagrees with
+    the one re-derived from its lineage, among `DECIDED_FIELDS`; empty when it agrees."""
+    return [
+        diff
+        for name in DECIDED_FIELDS
+        for diff in _differences(recorded.get(name), derived.get(name), name)
+    ]

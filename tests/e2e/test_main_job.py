@@ -120,3 +120,97 @@ def test_audit_replays_a_training_partition_to_the_same_data_version(workspace: 
     replay = workspace.phantom("audit", "--store", "hotel", "--replay", "trained_policies")
     assert replay.returncode == 0, replay.stderr[-3000:]
     assert "reproduces data version" in replay.stderr
+
+
+def _edit_json(path: Path, change) -> None:
+    report = json.loads(path.read_text())
+    change(report)
+    path.write_text(json.dumps(report, sort_keys=True, indent=2) + "\n")
+
+
+def _flip_a_byte(path: Path) -> None:
+    tampered = bytearray(path.read_bytes())
+    tampered[len(tampered) // 2] ^= 0xFF
+    path.write_bytes(bytes(tampered))
+
+
+CERTIFICATE = Path("lake/certification_report/store=hotel")
+FORGERIES = {
+    # (what is changed, the file the audit must name, the field where it can tell)
+    "verdict flipped in report.json": (
+        lambda d: _edit_json(d / CERTIFICATE / "report.json",
+                             lambda r: r.update(certified=True)),
+        "report.json", "certified",
+    ),
+    "a gate number in report.json": (
+        lambda d: _edit_json(d / CERTIFICATE / "report.json",
+                             lambda r: r["gate"].update(ci_low=123.0)),
+        "report.json", "gate.ci_low",
+    ),
+    "a reason in report.json": (
+        lambda d: _edit_json(d / CERTIFICATE / "report.json",
+                             lambda r: r.update(reasons=["certified: trust me"])),
+        "report.json", "reasons",
+    ),
+    "the verdict line of report.md": (
+        lambda d: (d / CERTIFICATE / "report.md").write_text(
+            (d / CERTIFICATE / "report.md").read_text().replace("NOT CERTIFIED", "CERTIFIED")
+        ),
+        "report.md", "line 3",
+    ),
+    "a byte of the sensitivity grid it cites": (
+        lambda d: _flip_a_byte(d / "lake/market_sensitivity/store=hotel/sensitivity.parquet"),
+        "sensitivity.parquet", "market_sensitivity",
+    ),
+    "a byte of the agent ledger it cites": (
+        lambda d: _flip_a_byte(d / "lake/market_oracle/store=hotel/ledger.parquet"),
+        "ledger.parquet", "market_oracle",
+    ),
+}  # fmt: skip
+
+
+def test_the_audit_re_derives_the_decision_and_names_every_forged_file(workspace: BuiltPipeline):
+    """Bytes and decision: each forgery fails the audit naming the file (and the field where the
+    report disagrees with what its hashed lineage decides); the restored root passes."""
+    data = workspace.data_dir
+    files = [data / CERTIFICATE / "report.json", data / CERTIFICATE / "report.md",
+             data / "lake/market_sensitivity/store=hotel/sensitivity.parquet",
+             data / "lake/market_oracle/store=hotel/ledger.parquet"]  # fmt: skip
+    originals = {path: path.read_bytes() for path in files}
+    report = json.loads(originals[files[0]])
+    assert {r["asset"] for r in report["records"]} >= {"market_sensitivity", "market_oracle"}
+    evaluated = {r["partition"] for r in report["records"] if r["asset"] == "policy_evaluations"}
+    gate = report["gate"]  # every evaluated policy the selection ranked is recorded
+    assert len(evaluated) == len(gate["candidate_set"]) + 2 - len(gate["missing_evaluations"])
+    for name, (forge, file, field) in FORGERIES.items():
+        forge(data)
+        try:
+            failed = workspace.phantom("audit", "--store", "hotel")
+        finally:
+            for path, content in originals.items():
+                path.write_bytes(content)
+        assert failed.returncode == 1, (name, failed.stderr[-2000:])
+        assert file in failed.stderr and field in failed.stderr, (name, failed.stderr[-2000:])
+    passed = workspace.phantom("audit", "--store", "hotel")
+    assert passed.returncode == 0, passed.stderr[-2000:]
+    assert "what the lineage decides" in passed.stderr
+
+
+def test_a_signed_certificate_verifies_with_its_key_only(workspace: BuiltPipeline, tmp_path: Path):
+    key, other = tmp_path / "certifier.pem", tmp_path / "someone-else.pem"
+    for path in (key, other):
+        assert workspace.phantom("certify", "--new-key", str(path)).returncode == 0
+    signed = workspace.phantom("certify", "--store", "hotel", "--sign", str(key))
+    assert signed.returncode == 0, signed.stderr[-2000:]
+    assert key.read_text() not in signed.stderr + signed.stdout  # the key is never logged
+    ok = workspace.phantom("audit", "--store", "hotel", "--verify", f"{key}.pub")
+    assert ok.returncode == 0 and "signed by the holder" in ok.stderr, ok.stderr[-2000:]
+    wrong = workspace.phantom("audit", "--store", "hotel", "--verify", f"{other}.pub")
+    assert wrong.returncode == 1 and "not made by this key" in wrong.stderr, wrong.stderr[-2000:]
+    signature = workspace.data_dir / CERTIFICATE / "report.sig"
+    forged = json.loads(signature.read_text())
+    forged["signature"] = "00" * 64
+    signature.write_text(json.dumps(forged))
+    bad = workspace.phantom("audit", "--store", "hotel", "--verify", f"{key}.pub")
+    signature.unlink()
+    assert bad.returncode == 1 and "report.sig" in bad.stderr, bad.stderr[-2000:]

@@ -38,6 +38,45 @@ DEFAULT_DATA_DIR = Path("data")
 
 
 @dataclass(frozen=True)
+class Bounds:
+    """The range of a numeric setting, or of each element of a tuple setting: above `low`
+    (strictly if `low_open`) and below `high` (strictly if `high_open`); None: unbounded."""
+
+    low: float | None = 0.0
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def admits(self, value: float) -> bool:
+        low, high = self.low, self.high
+        above = low is None or (value > low if self.low_open else value >= low)
+        below = high is None or (value < high if self.high_open else value <= high)
+        return above and below
+
+    def __str__(self) -> str:
+        parts = [] if self.low is None else [f"{'>' if self.low_open else '>='} {self.low:g}"]
+        parts += [] if self.high is None else [f"{'<' if self.high_open else '<='} {self.high:g}"]
+        return " and ".join(parts)
+
+
+NONNEGATIVE = Bounds()
+"""Every numeric setting without bounds of its own: counts, seeds, sizes and shares are >= 0."""
+COUNT, POSITIVE, SHARE = Bounds(low=1), Bounds(low_open=True), Bounds(high=1)
+BOUNDS_KEY = "bounds"
+
+
+def bounded(default: Any, bounds: Bounds) -> Any:
+    """A dataclass field with its range (checked when settings are loaded: `_apply`)."""
+    return field(default=default, metadata={BOUNDS_KEY: bounds})
+
+
+def bounds_of(section: type, name: str) -> Bounds:
+    """The range of `section.name` (`NONNEGATIVE` unless the field declares its own)."""
+    found = next(f for f in dataclasses.fields(section) if f.name == name)
+    return found.metadata.get(BOUNDS_KEY, NONNEGATIVE)
+
+
+@dataclass(frozen=True)
 class SimulationConfig:
     """Knobs of `phantom simulate` (the storefront session simulator).
 
@@ -56,10 +95,10 @@ class SimulationConfig:
     """
 
     seed: int = 20251130
-    humans_per_store: int = 600
+    humans_per_store: int = bounded(600, COUNT)
     agents_per_store: int = 60
-    separability: float = 1.0
-    price_test_arms: tuple[float, ...] = DEMO_DEMAND.arms
+    separability: float = bounded(1.0, SHARE)
+    price_test_arms: tuple[float, ...] = bounded(DEMO_DEMAND.arms, POSITIVE)
     engagement_slope: float = DEMO_DEMAND.beta
 
 
@@ -84,12 +123,12 @@ class FingerprintConfig:
     """
 
     kappa: float = DEFAULT_KAPPA
-    folds: int = DEFAULT_FOLDS
-    temperature: float = DEFAULT_TEMPERATURE
+    folds: int = bounded(DEFAULT_FOLDS, Bounds(low=2))
+    temperature: float = bounded(DEFAULT_TEMPERATURE, POSITIVE)
     calibration: str = "temperature"
-    max_prefix: int = 12
-    bootstrap_draws: int = 1000
-    permutation_draws: int = 1000
+    max_prefix: int = bounded(12, COUNT)
+    bootstrap_draws: int = bounded(1000, COUNT)
+    permutation_draws: int = bounded(1000, COUNT)
     seed: int = 11
 
 
@@ -118,17 +157,17 @@ class AgentsConfig:
             (docs/method.md#evaluation-protocol).
     """
 
-    alpha_grid: tuple[float, ...] = (0.0, 0.5, 1.0)
-    train_alphas: tuple[float, ...] = (0.5,)
-    train_alpha_radius: float = 0.5
+    alpha_grid: tuple[float, ...] = bounded((0.0, 0.5, 1.0), SHARE)
+    train_alphas: tuple[float, ...] = bounded((0.5,), SHARE)
+    train_alpha_radius: float = bounded(0.5, SHARE)
     train_law: str = "uniform"
-    nominal_k: int = 8
-    k_grid: tuple[int, ...] = (2, 8)
-    erosion_k_grid: tuple[int, ...] = (1, 2, 4, 8, 16)
-    robust_k_set: tuple[int, ...] = (2, 8, 16)
-    robust_alpha_candidates: int = 3
+    nominal_k: int = bounded(8, COUNT)
+    k_grid: tuple[int, ...] = bounded((2, 8), COUNT)
+    erosion_k_grid: tuple[int, ...] = bounded((1, 2, 4, 8, 16), COUNT)
+    robust_k_set: tuple[int, ...] = bounded((2, 8, 16), COUNT)
+    robust_alpha_candidates: int = bounded(3, COUNT)
     ambiguity_radius_w1: float = 4.0
-    stress_radius: float = 0.2
+    stress_radius: float = bounded(0.2, SHARE)
 
     def __post_init__(self) -> None:
         grids = {"alpha_grid": self.alpha_grid, "train_alphas": self.train_alphas}
@@ -163,7 +202,7 @@ class ContaminationConfig:
         seed: seed of the synthetic agent sessions (each store × α partition adds its offset).
     """
 
-    monotonic_tolerance: float = 0.02
+    monotonic_tolerance: float = bounded(0.02, SHARE)
     seed: int = 13
 
 
@@ -221,32 +260,32 @@ class MarketConfig:
     """
 
     bank: str = "empirical"
-    shoppers_per_step: int = 100
-    base_levels: tuple[float, ...] = (0.7, 0.85, 1.0, 1.15, 1.3)
+    shoppers_per_step: int = bounded(100, COUNT)
+    base_levels: tuple[float, ...] = bounded((0.7, 0.85, 1.0, 1.15, 1.3), POSITIVE)
     markup_multiples: tuple[float, ...] = (0.0, 1.0, 2.0)
-    detector_strengths: tuple[float, ...] = (0.0, 0.5, 1.0)
+    detector_strengths: tuple[float, ...] = bounded((0.0, 0.5, 1.0), SHARE)
     agent_valuation: str = "human_marginal"
-    valuation_sd: float = 0.25
-    declared_in_market: float = 0.5
-    store_replicates: int = 200
+    valuation_sd: float = bounded(0.25, POSITIVE)
+    declared_in_market: float = bounded(0.5, Bounds(low_open=True, high=1))
+    store_replicates: int = bounded(200, Bounds(low=2))
     min_price_variation: float = 0.03
-    cost_share: float = 0.5
-    price_cap: float = 2.5
-    reference_engagement_share: float = 3.0
-    detector_fpr: float = 0.02
-    engagement_scale_share: float = 3.0
+    cost_share: float = bounded(0.5, Bounds(high=1, high_open=True))
+    price_cap: float = bounded(2.5, Bounds(low=1, low_open=True))
+    reference_engagement_share: float = bounded(3.0, POSITIVE)
+    detector_fpr: float = bounded(0.02, Bounds(low_open=True, high=1, high_open=True))
+    engagement_scale_share: float = bounded(3.0, POSITIVE)
     declared_markup: float = 0.5
     declared_quote_noise: float = 0.2
-    declared_products: int = 10
+    declared_products: int = bounded(10, COUNT)
     declared_anchor_range: tuple[float, float] = (90.0, 110.0)
-    sensitivity_cost_shares: tuple[float, ...] = (0.3, 0.7)
-    sensitivity_price_caps: tuple[float, ...] = (2.0, 3.0)
+    sensitivity_cost_shares: tuple[float, ...] = bounded((0.3, 0.7), Bounds(high=1, high_open=True))
+    sensitivity_price_caps: tuple[float, ...] = bounded((2.0, 3.0), Bounds(low=1, low_open=True))
     sensitivity_agent_valuations: tuple[str, ...] = ("human_unengaged",)
-    sensitivity_in_market: tuple[float, ...] = (0.25, 1.0)
-    sensitivity_engagement_scales: tuple[float, ...] = (1.0 / 3.0, 2.0)
+    sensitivity_in_market: tuple[float, ...] = bounded((0.25, 1.0), Bounds(low_open=True, high=1))
+    sensitivity_engagement_scales: tuple[float, ...] = bounded((1.0 / 3.0, 2.0), POSITIVE)
     lam: float = 0.0
-    episode_steps: int = 25
-    chain_bank_size: int = 20_000
+    episode_steps: int = bounded(25, COUNT)
+    chain_bank_size: int = bounded(20_000, COUNT)
 
     def __post_init__(self) -> None:
         if self.bank not in MARKET_BANKS:
@@ -300,11 +339,11 @@ class TrainingConfig:
     """
 
     tiers: tuple[str, ...] = ("static", "tuned", "surge", "linear", "qtable", "ppo", "dqn")
-    timesteps: int = 10_000
+    timesteps: int = bounded(10_000, COUNT)
     seeds: tuple[int, ...] = (0,)
     device: str = "cpu"
-    torch_threads: int = 1
-    envs: int = 1
+    torch_threads: int = bounded(1, COUNT)
+    envs: int = bounded(1, COUNT)
     ablation_tier: str = "dqn"
     ablation_lam: float = 1.0
 
@@ -338,11 +377,11 @@ class EvaluationConfig:
             of purchases lost, as a share of their spend under the best undefended response.
     """
 
-    episodes: int = 8
-    test_episodes: int = 24
+    episodes: int = bounded(8, COUNT)
+    test_episodes: int = bounded(24, COUNT)
     seed: int = 17
     test_seed: int = 100_017
-    gate_candidates: int = 1
+    gate_candidates: int = bounded(1, COUNT)
     max_human_harm: float = 0.02
 
     def __post_init__(self) -> None:
@@ -485,11 +524,23 @@ def _type_problem(annotation: Any, value: Any) -> str | None:
     return None if fits else f"expected {_EXPECTED[annotation]}, got {value!r}"
 
 
+def _range_problem(section: type, name: str, value: Any) -> str | None:
+    """Why a (type-checked) value is outside its field's `Bounds`, or None."""
+    values = value if isinstance(value, list | tuple) else [value]
+    numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    if not numbers:
+        return None
+    bounds = bounds_of(section, name)
+    outside = next((v for v in numbers if not bounds.admits(v)), None)
+    return None if outside is None else f"{outside!r} is out of range: must be {bounds}"
+
+
 def _apply(settings: Settings, overrides: dict[str, Any]) -> Settings:
     """Return `settings` with nested `{section: {field: value}}` overrides applied and checked.
 
-    Each value is checked against its field's annotation, so `kappa = "half"` fails here
-    (`[fingerprint] kappa: expected a number, got 'half'`) instead of deep inside a run.
+    Each value is checked against its field's annotation and range (`Bounds`), so `kappa =
+    "half"` fails here (`[fingerprint] kappa: expected a number, got 'half'`), as does `folds = -3`
+    (`[fingerprint] folds: -3 is out of range: must be >= 2`), instead of deep inside a run.
     """
     changes: dict[str, Any] = {}
     hints = typing.get_type_hints(Settings)
@@ -507,6 +558,8 @@ def _apply(settings: Settings, overrides: dict[str, Any]) -> Settings:
             section_hints = typing.get_type_hints(type(current))
             for name, item in value.items():
                 if (problem := _type_problem(section_hints[name], item)) is not None:
+                    raise ValueError(f"[{key}] {name}: {problem}")
+                if (problem := _range_problem(type(current), name, item)) is not None:
                     raise ValueError(f"[{key}] {name}: {problem}")
             coerced = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
             changes[key] = dataclasses.replace(current, **coerced)

@@ -1,10 +1,13 @@
 """Settings: profiles, file overrides and validation."""
 
+import dataclasses
+import json
+import typing
 from pathlib import Path
 
 import pytest
 
-from phantom_assets.config import EvaluationConfig, load_settings
+from phantom_assets.config import EvaluationConfig, Settings, bounds_of, load_settings
 
 
 def test_load_settings_demo_is_the_default_profile():
@@ -107,3 +110,35 @@ def test_load_settings_names_the_file_of_unparsable_toml(tmp_path: Path):
     config.write_text("[fingerprint\n")
     with pytest.raises(ValueError, match=r"phantom\.toml"):
         load_settings(config_file=config)
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value", "bound"),
+    [
+        ("fingerprint", "kappa", -0.5, ">= 0"),
+        ("fingerprint", "folds", -3, ">= 2"),
+        ("market", "detector_fpr", -0.1, "> 0 and < 1"),
+        ("market", "detector_fpr", 1.0, "> 0 and < 1"),
+        ("agents", "k_grid", [2, 0], ">= 1"),
+        ("evaluation", "max_human_harm", -0.02, ">= 0"),
+    ],
+)
+def test_an_out_of_range_setting_fails_at_load_naming_the_key_and_its_bound(
+    tmp_path: Path, section: str, key: str, value: object, bound: str
+):
+    config = tmp_path / "phantom.toml"
+    config.write_text(f"[{section}]\n{key} = {json.dumps(value)}\n")
+    with pytest.raises(ValueError, match=rf"\[{section}\] {key}: .* must be {bound}"):
+        load_settings(config_file=config)
+
+
+def test_every_default_lies_in_its_settings_range():
+    """The shipped defaults pass the range check every loaded setting must pass."""
+    for cls in typing.get_type_hints(Settings).values():
+        if not dataclasses.is_dataclass(cls):
+            continue
+        for spec in dataclasses.fields(cls):
+            default = spec.default
+            values = default if isinstance(default, tuple) else (default,)
+            numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+            assert all(bounds_of(cls, spec.name).admits(v) for v in numbers), (cls, spec.name)

@@ -4,6 +4,7 @@ signer's public key only, and only over the bytes it was made on."""
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import pytest
 
@@ -51,3 +52,14 @@ def test_a_signature_whose_payload_was_rewritten_does_not_verify(keys):
 def test_a_file_that_is_not_a_signature_is_refused():
     with pytest.raises(ValueError, match="not a"):
         Signature.from_json('{"format": "something else"}')
+
+
+def test_phantom_certify_new_key_writes_a_private_key_only_its_owner_reads(tmp_path):
+    from orchestration.cli import main
+
+    key = tmp_path / "certifier.pem"
+    assert main(["certify", "--new-key", str(key)]) == 0
+    assert key.stat().st_mode & 0o077 == 0  # not readable by group or others
+    signature = sign_certificate(key.read_bytes(), REPORT, MARKDOWN)
+    assert signature_problem(Path(f"{key}.pub").read_bytes(), signature, REPORT, MARKDOWN) is None
+    assert main(["certify", "--new-key", str(key)]) == 2  # never overwrites a key

@@ -46,8 +46,10 @@ run: setup
 
 # Two worker processes (one per core), each test module on one of them (`loadfile`: a module's
 # fixtures are built once; xdist 3.8's `loadgroup` ignores `xdist_group` marks under pytest 9);
-# the session's built pipeline is shared by all (tests/built_pipeline.py).
-PYTEST := $(BIN)/python -m pytest -n 2 --dist loadfile
+# the session's built pipeline is shared by all (tests/built_pipeline.py). One BLAS/OpenMP thread
+# per process: two workers already fill two cores, and OpenBLAS's own threads on top of them
+# spin against each other (the store-sample study: 44 s CPU with two threads, 25 s with one).
+PYTEST := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile
 
 ## test: the fast default suite (everything but the slow deployment tests)
 test: setup $(BIN)/.installed-dev

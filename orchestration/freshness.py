@@ -22,8 +22,8 @@ from typing import Any
 import dagster as dg
 
 from phantom_assets.assets.dagster_internals import StaleStatus, stale_status_resolver
-from phantom_assets.assets.lineage import failed_blocking_checks_of
-from phantom_assets.assets.partitions import BATCH_PARTITIONS_NAME
+from phantom_assets.assets.lineage import failed_blocking_checks_of, latest_materialization
+from phantom_assets.assets.partitions import is_batch_partitioned
 
 
 class Freshness:
@@ -40,7 +40,10 @@ class Freshness:
         self._batch_readers = {
             node.key
             for node in self._graph.asset_nodes
-            if not _by_batch(node) and any(_by_batch(self._graph.get(p)) for p in node.parent_keys)
+            if not is_batch_partitioned(node.partitions_def)
+            and any(
+                is_batch_partitioned(self._graph.get(p).partitions_def) for p in node.parent_keys
+            )
         }
 
     def changed(self) -> None:
@@ -61,12 +64,5 @@ class Freshness:
     def _read_dropped_batch(self, key: dg.AssetKey, partition: str | None) -> bool:
         if self._last_drop is None or key not in self._batch_readers:
             return False
-        records_filter = dg.AssetRecordsFilter(
-            asset_key=key, asset_partitions=[partition] if partition is not None else None
-        )
-        found = self._instance.fetch_materializations(records_filter, limit=1).records
-        return not found or found[0].timestamp < self._last_drop.timestamp()
-
-
-def _by_batch(node: Any) -> bool:
-    return getattr(node.partitions_def, "name", None) == BATCH_PARTITIONS_NAME
+        latest = latest_materialization(self._instance, key, partition)
+        return latest is None or latest.timestamp < self._last_drop.timestamp()

@@ -18,7 +18,7 @@ from typing import Any
 
 import dagster as dg
 
-from phantom_assets.assets.partitions import BATCH_PARTITIONS_NAME
+from phantom_assets.assets.partitions import is_batch_partitioned
 from phantom_assets.constants import STORES
 
 # Publishing is a decision: `phantom publish` (or an explicit selection) runs it, `phantom run` not.
@@ -203,13 +203,9 @@ def missing_upstream(
     )
 
 
-def _is_batch(partitions_def: dg.PartitionsDefinition | None) -> bool:
-    return getattr(partitions_def, "name", None) == BATCH_PARTITIONS_NAME
-
-
 def _store_of(partitions_def: dg.PartitionsDefinition | None, key: str | None) -> str | None:
     """The store a partition belongs to (None: not store-scoped)."""
-    if key is None or partitions_def is None or _is_batch(partitions_def):
+    if key is None or partitions_def is None or is_batch_partitioned(partitions_def):
         return None
     if isinstance(partitions_def, dg.MultiPartitionsDefinition):
         return partitions_def.get_partition_key_from_str(key).keys_by_dimension.get("store")
@@ -236,7 +232,7 @@ def plan_tasks(
             else stage.partitions_def.get_partition_keys(dynamic_partitions_store=instance)
         )
         pools = frozenset(p for k in stage.keys for p in (graph.get(k).pools or ()))
-        blocks = not _is_batch(stage.partitions_def)
+        blocks = not is_batch_partitioned(stage.partitions_def)
         tasks.extend(
             Task(index, key, store, pools, blocks)
             for key in keys

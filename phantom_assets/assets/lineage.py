@@ -21,7 +21,7 @@ from phantom_assets.assets.dagster_internals import (
     AssetCheckExecutionRecordStatus,
     PartitionKeyFilter,
 )
-from phantom_assets.assets.partitions import BATCH_PARTITIONS_NAME
+from phantom_assets.assets.partitions import is_batch_partitioned
 from phantom_assets.audit import ArtifactRecord, file_digests_of
 
 if TYPE_CHECKING:
@@ -120,10 +120,18 @@ def _checks(
     return dict(sorted(outcomes.items())), sorted(blocking)
 
 
-def _is_batch(node: BaseAssetNode) -> bool:
-    """Partitioned by batch: one partition per raw file, read by the warehouse only once loaded
-    (dbt reads the batches in the lake, whichever exist)."""
-    return getattr(node.partitions_def, "name", None) == BATCH_PARTITIONS_NAME
+def _records_filter(key: dg.AssetKey, partition: str | None) -> dg.AssetRecordsFilter:
+    return dg.AssetRecordsFilter(
+        asset_key=key, asset_partitions=[partition] if partition is not None else None
+    )
+
+
+def latest_materialization(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None
+) -> dg.EventLogRecord | None:
+    """The latest materialization of `key [partition]` (None: never materialized)."""
+    found = instance.fetch_materializations(_records_filter(key, partition), limit=1).records
+    return found[0] if found else None
 
 
 def _record(
@@ -135,15 +143,11 @@ def _record(
     """Record of the latest materialization (or, for an observable source, observation)."""
     key, partition = node_key
     node = graph.get(key)
-    records_filter = dg.AssetRecordsFilter(
-        asset_key=key, asset_partitions=[partition] if partition is not None else None
-    )
     if node.is_materializable:
-        found = instance.fetch_materializations(records_filter, limit=1).records
-        latest = found[0] if found else None
+        latest = latest_materialization(instance, key, partition)
         event = latest.asset_materialization if latest else None
     elif node.is_observable:
-        found = instance.fetch_observations(records_filter, limit=1).records
+        found = instance.fetch_observations(_records_filter(key, partition), limit=1).records
         latest = found[0] if found else None
         event = latest.asset_observation if latest else None
     else:
@@ -151,7 +155,7 @@ def _record(
     if latest is None or event is None:
         if not node.is_materializable:
             return None  # a source never observed: nothing to record
-        if _is_batch(node):
+        if is_batch_partitioned(node.partitions_def):
             return None  # a batch that never loaded (an unreadable file) fed no data downstream
         checks, blocking = _checks(instance, graph, node, partition, None, cache)
         return ArtifactRecord(
@@ -279,11 +283,6 @@ def failed_blocking_checks_of(
     node = asset_graph.get(key)
     if not node.check_keys:
         return []
-    records_filter = dg.AssetRecordsFilter(
-        asset_key=key, asset_partitions=[partition] if partition is not None else None
-    )
-    found = instance.fetch_materializations(records_filter, limit=1).records
-    checks, blocking = _checks(
-        instance, asset_graph, node, partition, found[0] if found else None, {}
-    )
+    latest = latest_materialization(instance, key, partition)
+    checks, blocking = _checks(instance, asset_graph, node, partition, latest, {})
     return [name for name in blocking if not checks.get(name, False)]

@@ -19,6 +19,14 @@ from phantom_assets.policies import PolicyKey, parse_policy_key, policy_keys
 BATCH_PARTITIONS_NAME = "batch"
 
 batch_partitions = dg.DynamicPartitionsDefinition(name=BATCH_PARTITIONS_NAME)
+
+
+def is_batch_partitioned(partitions_def: dg.PartitionsDefinition | None) -> bool:
+    """Partitioned by batch: one partition per raw file, read by the warehouse only once loaded
+    (dbt reads the batches in the lake, whichever exist)."""
+    return getattr(partitions_def, "name", None) == BATCH_PARTITIONS_NAME
+
+
 store_partitions = dg.StaticPartitionsDefinition(list(STORES))
 actor_partitions = dg.StaticPartitionsDefinition(list(ACTORS))
 store_actor_partitions = dg.MultiPartitionsDefinition(

@@ -84,8 +84,8 @@ def render_batches(infos: Iterable[BatchInfo], data_dir: Path) -> str:
     rows = [("key", "kind", "source", "stores", "rows", "quarantined", "registered (UTC)")]
     for info in infos:
         record = info.record
-        source = record.source
-        shown = str(source.relative_to(data_dir) if source.is_relative_to(data_dir) else source)
+        source, root = record.source, data_dir.resolve()
+        shown = str(source.relative_to(root) if source.is_relative_to(root) else source)
         rows.append((
             record.key, "demo" if record.demo else "own",
             shown + ("" if source.exists() else " (file gone)"),
@@ -191,7 +191,7 @@ def mixing_problem(settings: Settings) -> str | None:
     demo = [r for r in records if r.demo] + [
         f for f in files if is_demo_file(f, incoming) and str(f.resolve()) not in registered
     ]
-    own = [Path(r.path) for r in records if not r.demo] + [
+    own = [r.source for r in records if not r.demo] + [
         f for f in files if not is_demo_file(f, incoming) and str(f.resolve()) not in registered
     ]
     if not demo or not own:
@@ -202,6 +202,35 @@ def mixing_problem(settings: Settings) -> str | None:
         f"{demo_dir(incoming)}) and {len(own)} file(s) of your own ({names}); analysing them "
         f"together would pool the demo's simulated sessions with yours. Remove the demo with "
         f"`{RESET_DEMO}` (your files stay), then `phantom run` again."
+    )
+
+
+def idle_tick_reason(
+    incoming: Path, current: dict[str, list[int]], previous: dict[str, list[int]]
+) -> str:
+    """Why a drop-zone tick that found no new batch requests nothing, and what resolves it.
+
+    Args:
+        incoming: the drop zone.
+        current: `file_signatures` of its files now.
+        previous: their signatures at the previous tick (the sensor's cursor).
+    """
+    if not current:
+        return (
+            f"no data file in {incoming}: drop an export there (one file = one batch; "
+            "`phantom run` simulates the demo into an empty data root)"
+        )
+    first_seen = sum(path not in previous for path in current)
+    writing = sum(path in previous and previous[path] != sig for path, sig in current.items())
+    if first_seen or writing:
+        return (
+            f"no new file in {incoming} ready yet (still being written: {writing}, seen for the "
+            f"first time: {first_seen}): a file is registered once its size and modification "
+            "time stay the same from one tick to the next"
+        )
+    return (
+        f"no new file in {incoming}: its {len(current)} file(s) are registered batches "
+        "(`phantom batches list` shows them); drop a new export there to ingest it"
     )
 
 

@@ -7,6 +7,9 @@ arrival.
 
 The demo's simulated files live in their own folder, `incoming/demo/`, and their records carry
 `demo: true`, so a user's own exports are never mistaken for (or pooled with) the demo.
+
+A record stores its file's path relative to the data root, so a copied or moved root keeps its
+batches (`BatchRegistry`).
 """
 
 from __future__ import annotations
@@ -95,10 +98,19 @@ def candidate_files(incoming: Path) -> list[Path]:
 
 
 class BatchRegistry:
-    """JSON records under `lake/batch_registry/<key>.json` (atomic writes)."""
+    """JSON records under `lake/batch_registry/<key>.json` (atomic writes).
+
+    A record stores its file's path relative to the data root (the lake's parent folder); the
+    records read back carry the absolute path under the current root, so a copied root (`cp -r
+    data /tmp/copy`) counts each file once and points at its own files. Records of older versions
+    hold absolute paths: one under another root names the file at the same path under this root
+    when that file has the record's content hash (that record is then rewritten relative, so the
+    hash is computed once); otherwise it keeps its absolute path.
+    """
 
     def __init__(self, lake: Path) -> None:
         self.root = lake / REGISTRY_FOLDER
+        self.data_dir = lake.parent  # stored paths are relative to it
 
     def records(self) -> list[BatchRecord]:
         if not self.root.exists():
@@ -121,20 +133,20 @@ class BatchRegistry:
             demo: tag the record as the demo's (a new record only; the content decides the key).
             registered_at: when, for the record (the caller's clock; None leaves it unset).
         """
-        digest = file_digest(path)
+        digest, source = file_digest(path), str(path.resolve())
         for record in self.records():
             if record.sha256 == digest:
-                if record.path != str(path.resolve()) and not Path(record.path).exists():
-                    record = replace(record, path=str(path.resolve()))
-                    write_json_atomic(record.to_json(), self.root / f"{record.key}.json")
+                if record.path != source and not record.source.exists():
+                    record = replace(record, path=source)
+                    self._write(record)
                 return record, False
         modified = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
         when = None if registered_at is None else registered_at.astimezone(UTC).isoformat()
         record = BatchRecord(
-            batch_key(digest, modified), str(path.resolve()), digest, path.stat().st_size,
+            batch_key(digest, modified), source, digest, path.stat().st_size,
             registered_at=when, demo=demo,
         )  # fmt: skip
-        write_json_atomic(record.to_json(), self.root / f"{record.key}.json")
+        self._write(record)
         return record, True
 
     def remove(self, key: str) -> BatchRecord:
@@ -150,11 +162,43 @@ class BatchRegistry:
         path = self.root / LAST_DROP_FILE
         return datetime.fromisoformat(path.read_text()) if path.exists() else None
 
-    @staticmethod
-    def _read(path: Path) -> BatchRecord:
+    def _write(self, record: BatchRecord) -> None:
+        """Store `record` with its path relative to the data root (absolute if outside it)."""
+        source, base = record.source, self.data_dir.resolve()
+        stored = source.relative_to(base).as_posix() if source.is_relative_to(base) else record.path
+        write_json_atomic({**record.to_json(), "path": stored}, self.root / f"{record.key}.json")
+
+    def _read(self, path: Path) -> BatchRecord:
+        """The record stored at `path`, its path made absolute under the current data root."""
         payload = json.loads(path.read_text())
         known = {f.name for f in fields(BatchRecord)}
-        return BatchRecord(**{k: v for k, v in payload.items() if k in known})
+        record = BatchRecord(**{k: v for k, v in payload.items() if k in known})
+        stored, base = record.source, self.data_dir.resolve()
+        if not stored.is_absolute():
+            return replace(record, path=str(base / stored))
+        if stored.is_relative_to(base):  # an older version's record of this root
+            return record
+        here = self._same_file_here(record)
+        if here is None:
+            return record
+        record = replace(record, path=str(here))
+        self._write(record)  # now relative: the next read hashes nothing
+        return record
+
+    def _same_file_here(self, record: BatchRecord) -> Path | None:
+        """The file under this data root that an older record's absolute path under another root
+        names: the longest tail of that path that exists here with the record's content hash."""
+        base, stored = self.data_dir.resolve(), record.source
+        parts = stored.relative_to(stored.anchor).parts
+        for start in range(len(parts)):
+            here = base.joinpath(*parts[start:])
+            if (
+                here.is_file()
+                and here.stat().st_size == record.size
+                and file_digest(here) == record.sha256
+            ):
+                return here
+        return None
 
 
 def file_signatures(files: list[Path]) -> dict[str, list[int]]:

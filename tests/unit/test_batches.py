@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from phantom_assets.batches import (
     is_demo_file,
     own_sidecar,
 )
+from phantom_assets.storage import file_digest
 
 
 def _touch(path: Path, content: bytes, when: datetime) -> Path:
@@ -104,3 +106,83 @@ def test_demo_files_are_those_under_incoming_demo_and_sidecars_follow_their_file
     _touch(incoming / "experiments.csv", b"4", when)  # shared by every file: never one's own
     assert is_demo_file(demo, incoming) and not is_demo_file(own, incoming)
     assert own_sidecar(own) == sidecar and own_sidecar(demo) is None
+
+
+def _root_with_batches(root: Path) -> list[Path]:
+    """A data root with two demo files and one of the user's own, all registered."""
+    when = datetime(2025, 6, 2, tzinfo=UTC)
+    incoming = root / "incoming"
+    files = [
+        _touch(demo_dir(incoming) / "sim_1.jsonl", b"1", when),
+        _touch(demo_dir(incoming) / "sim_2.jsonl", b"2", when),
+        _touch(incoming / "export.csv", b"3", when),
+    ]
+    registry = BatchRegistry(root / "lake")
+    for path in files:
+        registry.register(path, demo=is_demo_file(path, incoming))
+    return files
+
+
+def test_a_copied_data_root_counts_each_file_once_and_resolves_paths_inside_the_copy(
+    tmp_path: Path,
+):
+    # Regression: absolute paths made a copy count every demo file twice (issue 32).
+    files = _root_with_batches(tmp_path / "data")
+    copy = tmp_path / "copy"
+    shutil.copytree(tmp_path / "data", copy)
+    registry = BatchRegistry(copy / "lake")
+    records = registry.records()
+    assert len(records) == len(files)
+    assert all(Path(r.path).is_relative_to(copy.resolve()) and r.source.exists() for r in records)
+    for path in candidate_files(copy / "incoming"):
+        _, is_new = registry.register(path)
+        assert not is_new
+    assert set(registry.records()) == set(records)
+
+
+def test_the_registry_stores_paths_relative_to_the_data_root(tmp_path: Path):
+    _root_with_batches(tmp_path / "data")
+    stored = {json.loads(p.read_text())["path"] for p in BatchRegistry(tmp_path / "data" / "lake")
+              .root.glob("*.json")}  # fmt: skip
+    assert stored == {"incoming/demo/sim_1.jsonl", "incoming/demo/sim_2.jsonl",
+                      "incoming/export.csv"}  # fmt: skip
+
+
+def _write_old_format(registry: BatchRegistry, path: Path, *, demo: bool) -> str:
+    """A record as versions before issue 32 wrote it: the file's absolute path."""
+    digest = file_digest(path)
+    key = batch_key(digest, datetime(2025, 6, 2, tzinfo=UTC))
+    old = {"key": key, "path": str(path.resolve()), "sha256": digest, "size": path.stat().st_size,
+           "registered_at": None, "demo": demo}  # fmt: skip
+    registry.root.mkdir(parents=True, exist_ok=True)
+    (registry.root / f"{key}.json").write_text(json.dumps(old))
+    return key
+
+
+def test_an_old_registry_of_absolute_paths_resolves_them_against_the_current_root(tmp_path: Path):
+    when = datetime(2025, 6, 2, tzinfo=UTC)
+    original = tmp_path / "data"
+    sim = _touch(demo_dir(original / "incoming") / "sim_1.jsonl", b"1", when)
+    export = _touch(original / "incoming" / "export.csv", b"3", when)
+    keys = [_write_old_format(BatchRegistry(original / "lake"), sim, demo=True),
+            _write_old_format(BatchRegistry(original / "lake"), export, demo=False)]  # fmt: skip
+    assert BatchRegistry(original / "lake").get(keys[0]).source == sim.resolve()
+    copy = tmp_path / "copy"
+    shutil.copytree(original, copy)
+    registry = BatchRegistry(copy / "lake")
+    resolved = {r.key: r.source for r in registry.records()}
+    assert resolved == {keys[0]: (copy / "incoming/demo/sim_1.jsonl").resolve(),
+                        keys[1]: (copy / "incoming/export.csv").resolve()}  # fmt: skip
+    assert [registry.register(p)[1] for p in candidate_files(copy / "incoming")] == [False, False]
+    assert len(registry.records()) == 2
+
+
+def test_an_old_absolute_path_whose_copy_has_other_content_is_not_that_batch(tmp_path: Path):
+    when = datetime(2025, 6, 2, tzinfo=UTC)
+    original = tmp_path / "data"
+    export = _touch(original / "incoming" / "export.csv", b"3", when)
+    key = _write_old_format(BatchRegistry(original / "lake"), export, demo=False)
+    copy = tmp_path / "copy"
+    shutil.copytree(original, copy)
+    (copy / "incoming" / "export.csv").write_bytes(b"4")  # same name, other bytes
+    assert BatchRegistry(copy / "lake").get(key).source == export.resolve()

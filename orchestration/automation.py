@@ -16,16 +16,33 @@ AC = dg.AutomationCondition
 # Publishing stays manual (`phantom publish` or the UI): a Hub commit is a decision, not a reflex.
 CHEAP_GROUPS = ("warehouse", "fingerprint", "contamination", "market", "audit")
 EXPENSIVE_GROUPS = ("defense", "evaluation")
+# Each tick advances the graph one run deep (a run holds assets of one partitioning), so the
+# interval bounds how long a new file takes to reach the kernels.
+AUTOMATION_INTERVAL_S = 30
 RETRAIN_CRON = "0 * * * *"  # hourly: a burst of batches within the hour causes one retrain
 
-# Something this asset computes from changed since it was last requested or updated.
+AUTOMATED = dg.AssetSelection.groups(*CHEAP_GROUPS, *EXPENSIVE_GROUPS)
+
+# Something this asset computes from changed since it was last requested or updated: an input's
+# data version, its own code version, or an input rebuilt in this very tick that can run in the
+# same run (the dbt models, a store's sessions and their kernels): then it joins that run instead
+# of waiting for the next tick.
 inputs_or_code_changed = (
-    AC.newly_missing() | AC.any_deps_match(AC.data_version_changed()) | AC.code_version_changed()
+    AC.newly_missing()
+    | AC.any_deps_match(AC.data_version_changed() | AC.will_be_requested())
+    | AC.code_version_changed()
 ).since_last_handled()
-# Never compute from an input that is missing, being rebuilt, or failed a blocking check.
+# An automated input that will itself be rebuilt first, in another run (its own inputs changed
+# and it was not requested since): wait for its new version rather than run now and again after.
+inputs_pending = AC.any_deps_match(inputs_or_code_changed & ~AC.will_be_requested()).allow(
+    AUTOMATED
+)
+# Never compute from an input that is missing, being or about to be rebuilt, or failed a
+# blocking check.
 inputs_ready = (
     ~AC.any_deps_missing()
     & ~AC.any_deps_in_progress()
+    & ~inputs_pending
     & ~AC.in_progress()
     & AC.all_deps_blocking_checks_passed()
 )
@@ -40,7 +57,7 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
     "phantom_automation_sensor",
     target=dg.AssetSelection.all(),
     default_status=dg.DefaultSensorStatus.STOPPED,
-    minimum_interval_seconds=60,
+    minimum_interval_seconds=AUTOMATION_INTERVAL_S,
     description="Evaluates every asset's automation condition (eager for cheap assets, an hourly "
     "cron for training and benchmarks).",
 )

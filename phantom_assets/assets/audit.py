@@ -28,6 +28,7 @@ from phantom_assets.audit import (
     promotion_gate,
     render_markdown,
     select_candidates,
+    stale_records,
 )
 from phantom_assets.config import Settings
 from phantom_assets.evaluation import certificate_assumptions
@@ -121,10 +122,18 @@ def derive_certificate(
         policy: source.lineage("policy_evaluations", store_policy_key(store, policy))
         for policy in sorted({*tested["policy"], *references})  # a handful of policies
     }
-    failed = {
-        policy: [*incomplete, *failed_blocking_checks(_records(lineage, (policy, *references)))]
-        for policy in tested["policy"]
+    cited_markets = {
+        "sensitivity": source.lineage("market_sensitivity", store),
+        "oracle": source.lineage("market_oracle", store),
     }
+    # A record built before its code or an input changed (a market rebuilt while the policies
+    # wait for their retraining) would make the certificate mix versions: it cannot pass.
+    cites = {**lineage, **cited_markets}
+    failed = {
+        policy: [*incomplete, *failed_blocking_checks(_records(lineage, (policy, *references))),
+                 *stale_records(_records(cites, (policy, *references, *cited_markets)))]
+        for policy in tested["policy"]
+    }  # fmt: skip
     decision = promotion_gate(stress, baseline=baseline, static=static, failed_checks=failed,
                               rng=np.random.default_rng(GATE_SEED),
                               max_human_harm=cfg.max_human_harm, metric=STRESS_METRIC,
@@ -146,8 +155,7 @@ def derive_certificate(
         **{p: lineage[p] for p in lineage},
         **{p: [r] for p in evaluated if p not in lineage
            if (r := source.record("policy_evaluations", store_policy_key(store, p)))},
-        "sensitivity": source.lineage("market_sensitivity", store),
-        "oracle": source.lineage("market_oracle", store),
+        **cited_markets,
     }  # fmt: skip
     # Artifact paths relative to the data root: the report stays valid in a copied root.
     records = [r.relative_to(settings.data_dir) for r in _records(cited, list(cited))]

@@ -10,8 +10,8 @@ Everything else in the project imports `dagster` only; `tests/unit/test_architec
 - `BaseAssetGraph`, `BaseAssetNode`: the types of `Definitions.resolve_asset_graph()` and of
   `RepositoryDefinition.asset_graph` (public objects whose types are not exported), for
   annotations of the lineage walk.
-- `StaleStatus`, `stale_status_resolver`: whether an asset partition is stale, as the UI shows it
-  (the rebuild tests check that nothing turns stale after an unchanged rebuild).
+- `StaleStatus`, `stale_status_resolver`: whether an asset partition is stale, and why, as the UI
+  shows it (incremental runs skip what is fresh; a certificate names every stale record it cites).
 - `InstanceRef`: open an instance from a `dagster.yaml` folder with storage overrides (the
   scale-out deployment reads its Postgres storage from a process without its env variables).
 - `ReconstructableRepository`: a job the Celery executor can reconstruct in another process from
@@ -45,11 +45,21 @@ __all__ = [
 ]
 
 
-def stale_status_resolver(instance: dg.DagsterInstance, assets: list[Any]) -> Any:
-    """Dagster's resolver of stale statuses (`.get_status(key, partition)`) for `assets`."""
-    from dagster._utils.test.data_versions import get_stale_status_resolver
+def stale_status_resolver(instance: dg.DagsterInstance, assets: list[Any] | BaseAssetGraph) -> Any:
+    """Dagster's resolver of stale statuses (`.get_status(key, partition)`, `.get_stale_causes
+    (key, partition)`) for `assets` or an asset graph, reading `instance` as it is now."""
+    from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
+    from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
+    from dagster._core.definitions.data_version import CachingStaleStatusResolver
+    from dagster._time import get_current_datetime
 
-    return get_stale_status_resolver(instance, assets)
+    graph = assets if not isinstance(assets, list) else AssetGraph.from_assets(assets)
+    view = AssetGraphView(
+        temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+        instance=instance,
+        asset_graph=graph,
+    )
+    return CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=view)
 
 
 def instance_from_dir(home: str, overrides: dict[str, Any]) -> dg.DagsterInstance:

@@ -20,6 +20,7 @@ import dagster as dg
 from phantom_assets.assets.dagster_internals import (
     AssetCheckExecutionRecordStatus,
     PartitionKeyFilter,
+    stale_status_resolver,
 )
 from phantom_assets.assets.partitions import is_batch_partitioned
 from phantom_assets.audit import ArtifactRecord, file_digests_of
@@ -134,11 +135,28 @@ def latest_materialization(
     return found[0] if found else None
 
 
+def _stale_causes(resolver: Any, key: dg.AssetKey, partition: str | None) -> tuple[str, ...]:
+    """Dagster's reasons the partition is stale, in words (`market_simulators [hotel] has a new
+    data version`), each once."""
+    causes = []
+    for cause in resolver.get_stale_causes(key, partition):
+        dependency = cause.dependency
+        if dependency is None:
+            causes.append(cause.reason)
+        else:
+            label = dependency.asset_key.to_user_string()
+            if dependency.partition_key is not None:
+                label += f" [{dependency.partition_key}]"
+            causes.append(f"{cause.reason}: {label}")
+    return tuple(dict.fromkeys(causes))
+
+
 def _record(
     instance: dg.DagsterInstance,
     graph: BaseAssetGraph,
     node_key: Node,
     cache: dict[str, list[Any]],
+    resolver: Any,
 ) -> ArtifactRecord | None:
     """Record of the latest materialization (or, for an observable source, observation)."""
     key, partition = node_key
@@ -187,6 +205,7 @@ def _record(
         checks=checks,
         metadata=metadata,
         file_digests=file_digests_of(artifacts),
+        stale=_stale_causes(resolver, key, partition) if node.is_materializable else (),
     )
 
 
@@ -205,7 +224,8 @@ def _validate_partition(graph: BaseAssetGraph, key: dg.AssetKey, partition: str 
 def upstream_partitions(
     instance: dg.DagsterInstance, graph: BaseAssetGraph, key: dg.AssetKey, partition: str | None
 ) -> list[Node]:
-    """(key, partition) and every asset partition it depends on, transitively, deduplicated.
+    """(key, partition) and every asset partition it depends on, transitively, deduplicated,
+    in topological order, then by key and partition.
 
     Dynamic partitions (batches) are resolved against `instance`.
     """
@@ -227,7 +247,8 @@ def upstream_partitions(
                 if node not in seen:
                     seen.add(node)
                     queue.append(node)
-    return list(seen)
+    rank = {k: i for i, k in enumerate(graph.toposorted_asset_keys)}
+    return sorted(seen, key=lambda n: (rank[n[0]], n[0].to_user_string(), n[1] or ""))
 
 
 def collect_lineage(
@@ -249,7 +270,7 @@ def collect_lineage(
         Never-materialized partitions are recorded with `data_version=None` (a hole that blocks
         certification), except batches: one that never loaded contributed no data, so it is
         left out, like unobserved sources. Per-file digests are taken from the files as they
-        are now.
+        are now, stale causes from the instance as it is now.
 
     Raises:
         ValueError: If `key` is not in the graph or `partition` does not fit its partitioning.
@@ -257,10 +278,9 @@ def collect_lineage(
     if not asset_graph.has(key):
         raise ValueError(f"asset {key.to_user_string()!r} is not in the asset graph")
     nodes = upstream_partitions(instance, asset_graph, key, partition)
-    rank = {k: i for i, k in enumerate(asset_graph.toposorted_asset_keys)}
-    nodes.sort(key=lambda n: (rank[n[0]], n[0].to_user_string(), n[1] or ""))
     cache: dict[str, list[Any]] = {}
-    records = (_record(instance, asset_graph, node, cache) for node in nodes)
+    resolver = stale_status_resolver(instance, asset_graph)
+    records = (_record(instance, asset_graph, node, cache, resolver) for node in nodes)
     return [record for record in records if record is not None]
 
 
@@ -269,7 +289,8 @@ def collect_record(
 ) -> ArtifactRecord | None:
     """The record of one asset partition alone (`collect_lineage` without the upstream walk)."""
     _validate_partition(asset_graph, key, partition)
-    return _record(instance, asset_graph, (key, partition), {})
+    resolver = stale_status_resolver(instance, asset_graph)
+    return _record(instance, asset_graph, (key, partition), {}, resolver)
 
 
 def failed_blocking_checks_of(

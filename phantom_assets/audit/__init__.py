@@ -35,6 +35,7 @@ from phantom_assets.audit.records import (
     ArtifactRecord,
     CertificationReport,
     failed_blocking_checks,
+    stale_records,
 )
 from phantom_assets.audit.render import render_markdown
 from phantom_assets.audit.selection import select_candidates
@@ -78,6 +79,7 @@ __all__ = [
     "seed_means",
     "select_candidates",
     "sign_flip_test",
+    "stale_records",
     "stress_cube",
     "verify_records",
 ]

@@ -39,6 +39,8 @@ class ArtifactRecord:
         metadata: Small JSON-able extras (row counts, seeds, config values, ...).
         file_digests: SHA-256 per artifact path when the lineage was collected, so an offline
             verification can name the exact file that changed.
+        stale: Why Dagster found it stale when the lineage was collected (its code or an
+            input changed since it was built, as the UI's "stale" badge says); empty: current.
     """
 
     asset: str
@@ -51,6 +53,7 @@ class ArtifactRecord:
     checks: dict[str, bool] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
     file_digests: dict[str, str] = field(default_factory=dict)
+    stale: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -79,6 +82,7 @@ class ArtifactRecord:
         """JSON-able dict (artifacts as a list)."""
         payload = asdict(self)
         payload["artifacts"] = list(self.artifacts)
+        payload["stale"] = list(self.stale)
         return payload
 
     @classmethod
@@ -102,6 +106,7 @@ class ArtifactRecord:
             checks={str(k): bool(v) for k, v in payload.get("checks", {}).items()},
             metadata=dict(payload.get("metadata", {})),
             file_digests={str(k): str(v) for k, v in payload.get("file_digests", {}).items()},
+            stale=tuple(payload.get("stale", ())),
         )
 
 
@@ -201,6 +206,12 @@ class CertificationReport:
             seeds=dict(payload.get("seeds", {})),
             environment=dict(payload.get("environment", {})),
         )
+
+
+def stale_records(records: Iterable[ArtifactRecord]) -> list[str]:
+    """`asset [partition] is stale (why)` for every record built before its code or an input
+    changed: a result computed from it mixes versions."""
+    return [f"{r.label} is stale ({'; '.join(r.stale)})" for r in records if r.stale]
 
 
 def failed_blocking_checks(records: Iterable[ArtifactRecord]) -> list[str]:

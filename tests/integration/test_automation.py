@@ -38,7 +38,13 @@ PER_STORE = (
     "coi_erosion",
     "market_oracle",
 )
-STORE_SCOPED_DOWNSTREAM = PER_STORE[1:]  # every per-store asset after the store's slice
+STORE_SCOPED_DOWNSTREAM = PER_STORE[1:]
+DBT_MODELS = ("stg_events", "int_events_deduplicated", "sessions", "session_labels",
+              "fingerprint_sessions", "price_quote_events")  # fmt: skip
+# Runs in sequence from a new batch to the cheap leaves: dbt models, store slices, sessions with
+# kernels, store prices' children, scores, then datasets / separability / markets, the market's
+# children; the last tick is the one that finds nothing left.
+DEPTH_AFTER_INGEST = 8  # every per-store asset after the store's slice
 
 
 def _store(key: str | None) -> str | None:
@@ -66,9 +72,13 @@ def _versions(instance: dg.DagsterInstance, key: str) -> dict[str, str]:
     return out
 
 
-def _drain(defs, instance, cursor, now) -> tuple[dict[str, set], object]:
-    """Evaluate the automation conditions and execute what they request, until quiet."""
+def _drain(defs, instance, cursor, now) -> tuple[dict[str, set], object, list[set[str]]]:
+    """Evaluate the automation conditions and execute what they request, until quiet: what was
+    requested (per asset, its partitions), the cursor, and each tick's requested assets.
+
+    Fails if one asset partition is requested twice (it would have run on an old input)."""
     requested: dict[str, set] = defaultdict(set)
+    ticks: list[set[str]] = []
     assets = list(defs.assets or [])
     selection = dg.AssetSelection.from_string(CHEAP)
     for _ in range(12):
@@ -77,11 +87,15 @@ def _drain(defs, instance, cursor, now) -> tuple[dict[str, set], object]:
         )
         cursor = result.cursor
         if result.total_requested == 0:
-            return requested, cursor
+            return requested, cursor, ticks
         by_partition: dict[str | None, list[dg.AssetKey]] = defaultdict(list)
+        ticks.append(set())
         for record in result.results:
             for partition in result.get_requested_partitions(record.key):
-                requested[record.key.to_user_string()].add(partition)
+                name = record.key.to_user_string()
+                assert partition not in requested[name], f"{name} [{partition}] requested twice"
+                requested[name].add(partition)
+                ticks[-1].add(name)
                 by_partition[partition].append(record.key)
         graph = defs.resolve_asset_graph()
         for partition, keys in by_partition.items():
@@ -106,7 +120,7 @@ def test_a_new_export_for_one_store_reruns_nothing_of_the_other_store(settings: 
     now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
     with dg.instance_for_test() as instance:
         assert not run_pipeline(settings, instance, CHEAP, defs=defs).failed
-        quiet, cursor = _drain(defs, instance, None, now)  # first tick: everything is current
+        quiet, cursor, _ = _drain(defs, instance, None, now)  # first tick: all is current
         assert not quiet, quiet
         before = {key: _versions(instance, key) for key in PER_STORE}
 
@@ -120,10 +134,14 @@ def test_a_new_export_for_one_store_reruns_nothing_of_the_other_store(settings: 
             instance=instance,
             resources=defs.resources,
         ).success  # fmt: skip (the sensor's run)
-        requested, _ = _drain(defs, instance, cursor, now + timedelta(minutes=5))
+        requested, _, ticks = _drain(defs, instance, cursor, now + timedelta(minutes=5))
         after = {key: _versions(instance, key) for key in PER_STORE}
 
     assert "sessions" in requested  # the warehouse took the new batch in
+    dbt_models = {key for key in requested if key in DBT_MODELS}
+    assert any(dbt_models <= tick for tick in ticks), ticks  # one run for the dbt models
+    # One tick per run depth: a tick requests only assets whose inputs are all current.
+    assert len(ticks) <= DEPTH_AFTER_INGEST, ticks
     assert any(_store(p) == "hotel" for p in requested["labeled_sessions"])
     assert requested["store_warehouse"] == {"hotel", "airline"}  # both slices re-hashed...
     assert any(_store(p) == "hotel" for p in requested["transition_kernels"])  # hotel rebuilt

@@ -6,7 +6,12 @@ import json
 
 import pytest
 
-from phantom_assets.audit import ArtifactRecord, CertificationReport, failed_blocking_checks
+from phantom_assets.audit import (
+    ArtifactRecord,
+    CertificationReport,
+    failed_blocking_checks,
+    stale_records,
+)
 
 
 def test_certification_report_json_round_trip_is_lossless(report):
@@ -30,7 +35,20 @@ def test_certification_report_json_is_canonical(report):
         "checks": {},
         "metadata": {},
         "file_digests": {},
+        "stale": [],
     }
+
+
+def test_stale_records_name_each_stale_record_with_its_causes():
+    fresh = ArtifactRecord("market_simulators", "hotel", "v2", None, None, None)
+    stale = ArtifactRecord("trained_policies", "ppo-a050|hotel", "v1", None, None, None,
+                           stale=("has a new dependency data version: market_simulators [hotel]",
+                                  "has a new code version"))  # fmt: skip
+    assert stale_records([fresh, stale]) == [
+        "trained_policies [ppo-a050|hotel] is stale (has a new dependency data version: "
+        "market_simulators [hotel]; has a new code version)"
+    ]
+    assert ArtifactRecord.from_dict(stale.to_dict()) == stale  # survives the report's JSON
 
 
 def test_certification_report_to_json_rejects_values_json_cannot_hold(report):

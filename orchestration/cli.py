@@ -11,9 +11,9 @@ import json
 import logging
 import shutil
 import sys
-import warnings
 from pathlib import Path
 
+from orchestration.console import WarningLog, command_log_path, output_to
 from orchestration.scale_out.demo import SLICE_POLICIES
 from orchestration.scale_out.demo import STORE as SLICE_STORE
 from phantom_assets.calibration import STUDY_MODULES
@@ -25,6 +25,9 @@ from phantom_assets.lake import PUBLISH_PLAN_FILE, REPORT_FILE, REPORT_MD_FILE, 
 DEFAULT_WORKERS = 2
 
 logger = logging.getLogger("phantom")
+# Library warnings of this process (Dagster's beta notices while the definitions load): into the
+# run's log file, not the terminal (`--verbose` shows them here; `main` installs it).
+WARNINGS = WarningLog()
 
 
 def _ensure_dagster_home() -> Path:
@@ -67,6 +70,17 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _not_rebuilt(settings: Settings, instance, report) -> dict[tuple[str, str | None], str]:
+    """The summary's results this run did not rebuild, with where they are from."""
+    from orchestration.definitions import build_definitions
+    from orchestration.stale_results import not_rebuilt
+    from orchestration.summary import SECTION_ASSETS, SESSIONS_ASSET
+
+    results = [(a, store) for a in SECTION_ASSETS.values() for store in STORES]
+    results.append((SESSIONS_ASSET, None))
+    return not_rebuilt(build_definitions(settings), instance, report, results)
+
+
 def _run(
     args: argparse.Namespace,
     selection: str | None,
@@ -74,9 +88,9 @@ def _run(
     check_upstream: bool = True,
     stores: list[str] | None = None,
     force: bool = False,
-) -> tuple[int, Settings]:
+) -> tuple[int, Settings, dict[tuple[str, str | None], str]]:
     """`run_pipeline` with the CLI's workers, verbosity and exit codes; up-to-date tasks are
-    not run unless `force`."""
+    not run unless `force`. Also returns the summary's results the run did not rebuild."""
     import dagster as dg
 
     from orchestration.failures import failed_lines, skipped_lines
@@ -96,11 +110,12 @@ def _run(
             )  # fmt: skip
         except (MissingUpstreamError, SelectionError) as error:
             logger.error("%s", error)
-            return 2, settings
+            return 2, settings, {}
         except Interrupted as signal_received:
             logger.error("interrupted by %s: runs in flight marked canceled", signal_received)
-            return 128 + signal_received.signum, settings
+            return 128 + signal_received.signum, settings, {}
         if report.log_path:
+            WARNINGS.write_to(report.log_path)  # this process's, beside the workers' own
             logger.info("tool output and warnings: %s (--verbose shows them here)", report.log_path)
         for outcome in report.failed:
             logger.error("%s", "\n".join(failed_lines(instance, outcome)))
@@ -109,7 +124,8 @@ def _run(
         if report.up_to_date:
             logger.info("%d of %d runs up to date, not rerun (--force reruns them)",
                         len(report.up_to_date), len(report.outcomes))  # fmt: skip
-    return (1 if report.failed or report.skipped else 0), settings
+        stale = _not_rebuilt(settings, instance, report)
+    return (1 if report.failed or report.skipped else 0), settings, stale
 
 
 def _check_selection(settings: Settings, selection: str) -> None:
@@ -148,10 +164,12 @@ def _prepare_data_root(settings: Settings, selection: str | None) -> int:
     return 2 if errors else 0
 
 
-def _print_summary(settings: Settings, as_json: bool) -> None:
+def _print_summary(
+    settings: Settings, as_json: bool, stale: dict[tuple[str, str | None], str] | None = None
+) -> None:
     from orchestration.summary import collect_summary, render_summary
 
-    summary = collect_summary(settings)
+    summary = collect_summary(settings, stale)
     if as_json:
         sys.stdout.write(json.dumps(summary, allow_nan=False, default=str) + "\n")
     else:
@@ -163,9 +181,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if code := _prepare_data_root(settings_from_env(), args.select):
         return code
-    code, settings = _run(args, args.select, stores=args.store, force=args.force)
+    code, settings, stale = _run(args, args.select, stores=args.store, force=args.force)
     if code != 2:
-        _print_summary(settings, args.json)
+        _print_summary(settings, args.json, stale)
     return code
 
 
@@ -213,7 +231,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     # The lake may come from another machine's run: publish what is there.
     run_config = {"ops": {"hf_dataset": {"config": config}}}
     # Publishing is an action, not a rebuild: it runs even when the staged dataset is fresh.
-    code, settings = _run(args, "hf_dataset", run_config, check_upstream=False, force=True)
+    code, settings, _ = _run(args, "hf_dataset", run_config, check_upstream=False, force=True)
     plan = settings.publish_dir / PUBLISH_PLAN_FILE
     if plan.exists():
         sys.stdout.write(plan.read_text())
@@ -272,8 +290,25 @@ def _signature_files(settings: Settings, store: str) -> tuple[bytes, bytes, Path
     )
 
 
+def _quiet_replay(args: argparse.Namespace, settings: Settings, report):
+    """`replay_step`, its output (Dagster's events, the step's own log lines) and the warnings
+    into a log file named on the terminal, unless `--verbose`."""
+    from orchestration.certification import replay_step
+    from orchestration.resources import settings_from_env
+
+    if args.verbose:
+        return replay_step(settings, report, args.replay, args.partition)
+    log = command_log_path(settings_from_env().data_dir, "audit-replay")
+    WARNINGS.write_to(log)
+    try:
+        with output_to(log):
+            return replay_step(settings, report, args.replay, args.partition)
+    finally:
+        logger.info("replay output and warnings: %s (--verbose shows them here)", log)
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
-    from orchestration.certification import load_report, replay_step
+    from orchestration.certification import load_report
 
     settings = _audit_settings(args)
     if code := _audit(settings, args.store):
@@ -304,7 +339,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.replay:
         report = load_report(settings, args.store)
         try:
-            replay = replay_step(settings, report, args.replay, args.partition)
+            replay = _quiet_replay(args, settings, report)
         except ValueError as error:
             logger.error("%s", error)
             return 2
@@ -386,6 +421,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
             result = bench_scale_out(settings_from_env(), config_file_from_env(), policies,
                                      args.store, args.workers)  # fmt: skip
         except (ValueError, RuntimeError, MissingBinaryError) as error:
+            logger.error("%s", error)
+            return 1
+    elif args.target == "automation":
+        from orchestration.bench_automation import TIMEOUT_S, bench_automation
+        from orchestration.resources import settings_from_env
+
+        try:
+            result = bench_automation(settings_from_env(), args.store, TIMEOUT_S)
+        except (ValueError, RuntimeError) as error:
             logger.error("%s", error)
             return 1
     elif args.target == "fingerprint":
@@ -506,6 +550,11 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument(
         "--verify", metavar="PUBKEY", help="also check report.sig against this Ed25519 public key"
     )
+    audit.add_argument(
+        "--verbose", action="store_true",
+        help="show the replay's output (Dagster's events, training lines) and warnings here "
+        "instead of a log file",
+    )  # fmt: skip
     audit.set_defaults(func=cmd_audit)
 
     certify = sub.add_parser(
@@ -525,10 +574,12 @@ def build_parser() -> argparse.ArgumentParser:
         "throwaway Celery + Postgres deployment, one partition at a time vs all at once; front: "
         "'*separability_report' on --scale x the demo's data (wall time, peak RSS); "
         "calibration: one JSON line per procedure x layout, non-zero exit if any misses its "
-        "level or coverage",
+        "level or coverage; automation: a new --store export through `dagster dev`'s daemon "
+        "(seconds to the kernels, runs per change)",
     )
     bench.add_argument(
-        "target", choices=["env", "fingerprint", "calibration", "front", "scale-out"]
+        "target",
+        choices=["env", "fingerprint", "calibration", "front", "scale-out", "automation"],
     )
     bench.add_argument("--seed", type=int)
     bench.add_argument("--events", type=int, default=1_000_000, help="fingerprint corpus size")
@@ -553,7 +604,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="scale-out: policy keys of the slice, a comma list (default: %(default)s)",
     )  # fmt: skip
     bench.add_argument(
-        "--store", choices=STORES, default=SLICE_STORE, help="scale-out: the slice's store"
+        "--store",
+        choices=STORES,
+        default=SLICE_STORE,
+        help="scale-out: the slice's store; automation: the store of the new export",
     )
     bench.add_argument(
         "--root", help="front: an empty folder to keep the data and logs in (default: a temp one)"
@@ -567,10 +621,20 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
     logger.setLevel(logging.INFO)
     args = build_parser().parse_args(argv)
-    if not getattr(args, "verbose", False):
-        # Beta/deprecation notices of imported libraries; the workers log theirs to the run log.
-        warnings.simplefilter("ignore")
-    if args.command != "bench":  # a bad PHANTOM_CONFIG is one line before anything runs
+    if getattr(args, "verbose", False):
+        return _checked(args)
+    WARNINGS.install()  # before the definitions are imported: their notices go to a log file
+    try:
+        return _checked(args)
+    finally:
+        WARNINGS.uninstall()
+        _log_held_warnings(args.command)
+
+
+def _checked(args: argparse.Namespace) -> int:
+    """The command, after checking the configuration (a bad PHANTOM_CONFIG is one line before
+    anything runs; `bench` reads none)."""
+    if args.command != "bench":
         from orchestration.resources import settings_from_env
 
         try:
@@ -579,6 +643,23 @@ def main(argv: list[str] | None = None) -> int:
             logger.error("configuration: %s", error)
             return 2
     return args.func(args)
+
+
+def _log_held_warnings(command: str) -> None:
+    """Warnings no run's log file took (`--workers 0`, a command without a run): into their own
+    log file, named on the terminal."""
+    if not WARNINGS.held:
+        return
+    from orchestration.resources import settings_from_env
+
+    try:
+        path = command_log_path(settings_from_env().data_dir, command)
+    except (ValueError, OSError):  # no data root to log into: show them, as Python would
+        sys.stderr.writelines(WARNINGS.held)
+        return
+    count = len(WARNINGS.held)
+    WARNINGS.write_to(path)
+    logger.info("%d library warning(s): %s (--verbose shows them here)", count, path)
 
 
 if __name__ == "__main__":

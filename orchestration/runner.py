@@ -86,6 +86,7 @@ class RunOutcome:
     seconds: float
     run_id: str | None
     reason: str | None = None  # why a skipped run did not run (the upstream run that failed)
+    assets: tuple[str, ...] = ()  # the stage's assets (what the run would materialize)
 
     @property
     def success(self) -> bool:
@@ -172,10 +173,12 @@ class _Scheduler:
         reason: str | None = None,
     ) -> None:
         task = self.tasks[task_id]
+        stage = self.stages[task.stage]
         self.status[task_id] = status
         self.outcomes[task_id] = RunOutcome(
-            self.stages[task.stage].label, task.partition, status, seconds, run_id, reason
-        )
+            stage.label, task.partition, status, seconds, run_id, reason,
+            tuple(k.to_user_string() for k in stage.keys),
+        )  # fmt: skip
         if status is Status.FAILED:  # before the stage's line, which this may complete
             self.echo(f"FAILED {self.stages[task.stage].label} [{task.partition}] (run {run_id})")
         self.progress.finished(task.stage, status.value, seconds)

@@ -5,7 +5,9 @@ assets wrote.
 `collect_summary` returns one JSON-ready dict (`phantom run --json`, `phantom summary --json`);
 `render_summary` prints the same for people. Every store section is read defensively: a stage
 that did not run leaves its section `None` ("not built"), a field added later is ignored, a field
-removed later shows as missing rather than failing the summary.
+removed later shows as missing rather than failing the summary. After `phantom run` the results
+it did not rebuild (its task failed or was skipped, or an upstream changed since: `stale`) are
+marked "stale: from the run of <time>, not rebuilt" rather than shown as current.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,8 @@ import polars as pl
 
 from orchestration.batches import BatchInfo, batch_infos
 from phantom_assets.audit.gate import COMPARISON_ROLES
+from phantom_assets.audit.numbers import readable
+from phantom_assets.audit.studentized import NO_SPREAD
 from phantom_assets.config import Settings
 from phantom_assets.constants import STORES
 from phantom_assets.lake import (
@@ -29,6 +34,7 @@ from phantom_assets.lake import (
     EROSION_METRICS_FILE,
     EROSION_PLOT_FILE,
     LEDGER_FILE,
+    PRICE_MODEL_FILE,
     REPORT_FILE,
     REPORT_MD_FILE,
     SUMMARY_FILE,
@@ -38,6 +44,11 @@ from phantom_assets.market.ledger import ledger_sentences
 # Unreadable or half-written optional files make a section unavailable, never the summary fail.
 _READ_ERRORS = (OSError, ValueError, KeyError, TypeError, pl.exceptions.PolarsError)
 _CLASS_OF_METRIC = {"coi_h": "human", "coi_a": "agent", "coi": "all"}
+DECLARED_PRICES = ("declared_anchor_range", "declared_products", "declared_markup",
+                   "declared_quote_noise")  # fmt: skip
+"""The `[market]` settings a store's prices come from when its price logs cannot identify them."""
+Stale = Mapping[tuple[str, str | None], str]
+"""(asset, partition) -> where a result not rebuilt by this run is from ("the run of <time>")."""
 
 
 def session_counts(settings: Settings) -> pl.DataFrame:
@@ -186,10 +197,31 @@ def observed_coi(settings: Settings, store: str) -> list[dict[str, Any]] | None:
             "mean": _number(r[value]),
             "ci_low": _number(r.get("ci_low")),
             "ci_high": _number(r.get("ci_high")),
-            "n": r.get("n"),
+            "n": r.get("n_quotes", r.get("n")),
         }
         for r in table.iter_rows(named=True)
     ]
+
+
+def _setting_text(value: Any) -> str:
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(_setting_text(v) for v in value) + "]"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def prices(settings: Settings, store: str) -> dict[str, Any] | None:
+    """Where the store's prices come from (`store_prices`' price_model.json): its logs, or the
+    declared `[market]` settings (with why the logs could not identify them)."""
+    payload = _json(settings.lake.store_prices_dir(store) / PRICE_MODEL_FILE)
+    if payload is None:
+        return None
+    out = {"source": payload.get("source"), "reason": payload.get("reason") or None}
+    if out["source"] == "declared":
+        values = ", ".join(
+            f"{name} = {_setting_text(getattr(settings.market, name))}" for name in DECLARED_PRICES
+        )
+        out["declared"] = f"[market] {values}"
+    return out
 
 
 HARM_ROLE = COMPARISON_ROLES[2]
@@ -257,6 +289,7 @@ def certification(settings: Settings, store: str) -> dict[str, Any] | None:
             "n": harm.get("n"),
             "within": harm.get("ci_high") is not None
             and harm["ci_high"] < harm.get("threshold", float("inf")),
+            "no_spread": str(harm.get("method") or "").startswith(NO_SPREAD),
         }
         if harm
         else None,
@@ -284,13 +317,26 @@ _SECTIONS = {
     "agent_ledger": agent_ledger,
     "separability": separability,
     "coi_erosion": coi_erosion,
+    "prices": prices,
     "observed_coi": observed_coi,
     "certification": certification,
 }
+SECTION_ASSETS = {
+    "demand": "store_demand",
+    "agent_ledger": "market_oracle",
+    "separability": "separability_report",
+    "coi_erosion": "coi_erosion",
+    "prices": "store_prices",
+    "observed_coi": "observed_coi",
+    "certification": "certification_report",
+}
+"""The asset (partitioned by store) that writes each store section's files."""
+SESSIONS_ASSET = "sessions"
 
 
-def store_summary(settings: Settings, store: str) -> dict[str, Any]:
-    """One store's headline results; a section that cannot be read is None with its error."""
+def store_summary(settings: Settings, store: str, stale: Stale | None = None) -> dict[str, Any]:
+    """One store's headline results; a section that cannot be read is None with its error, one
+    in `stale` (by its asset) is listed under "stale" with where it is from."""
     summary: dict[str, Any] = {}
     for name, read in _SECTIONS.items():
         try:
@@ -298,6 +344,9 @@ def store_summary(settings: Settings, store: str) -> dict[str, Any]:
         except _READ_ERRORS as error:
             summary[name] = None
             summary.setdefault("unreadable", {})[name] = f"{type(error).__name__}: {error}"
+        origin = (stale or {}).get((SECTION_ASSETS[name], store))
+        if origin is not None and summary[name] is not None:
+            summary.setdefault("stale", {})[name] = origin
     summary["reports"] = report_paths(settings, store)
     return summary
 
@@ -320,19 +369,24 @@ def batch_warnings(infos: list[BatchInfo]) -> list[str]:
     return warnings
 
 
-def collect_summary(settings: Settings) -> dict[str, Any]:
-    """Everything the summary shows, as one JSON-ready dict."""
+def collect_summary(settings: Settings, stale: Stale | None = None) -> dict[str, Any]:
+    """Everything the summary shows, as one JSON-ready dict; the results in `stale` (by asset and
+    partition: where they are from) are marked as not rebuilt by this run."""
     sessions = session_counts(settings)
     quarantine = quarantine_counts(settings)
     infos = batch_infos(settings)
+    sessions_stale = (stale or {}).get((SESSIONS_ASSET, None))
     return {
         "data_dir": str(settings.data_dir),
         "profile": settings.profile,
         "batches": [info.to_json() for info in infos if info.ingested],
         "batch_warnings": batch_warnings(infos),
         "sessions": sessions.to_dicts(),
+        **(
+            {"sessions_stale": sessions_stale} if sessions_stale and not sessions.is_empty() else {}
+        ),
         "quarantined": {r["reason"]: int(r["n_rows"]) for r in quarantine.iter_rows(named=True)},
-        "stores": {store: store_summary(settings, store) for store in STORES},
+        "stores": {store: store_summary(settings, store, stale) for store in STORES},
         "paths": {
             "lake": str(settings.lake_dir),
             "warehouse": str(settings.warehouse_path),
@@ -399,11 +453,7 @@ def _certification_lines(cert: dict[str, Any], width: int = 96) -> list[str]:
         lines += _wrapped(reason, width, "    - ", "      ")
     harm = cert.get("human_harm")
     if harm:
-        within = "within" if harm.get("within") else "NOT within"
-        lines.append(
-            f"  human harm     mean {_fmt(harm.get('mean'), 4)}, one-sided upper bound "
-            f"{_fmt(harm.get('upper'), 4)}: {within} the bound {_fmt(harm.get('bound'), 2)}"
-        )
+        lines += _wrapped(_harm_text(harm), width, "  human harm     ", " " * 17)
     if cert.get("false_positive_rate_at_alpha_0") is not None:
         rate = _fmt(cert["false_positive_rate_at_alpha_0"], 4)
         lines.append(f"  detector FPR   {rate} of humans quoted up at α = 0")
@@ -414,6 +464,28 @@ def _certification_lines(cert: dict[str, Any], width: int = 96) -> list[str]:
             f"the whole sensitivity grid"
         )
     return lines
+
+
+def _harm_text(harm: dict[str, Any]) -> str:
+    """The held-out human harm against the gate's bound, in words: identical values on every
+    seed are within (or above) the bound on each seed but give no confidence bound; too few
+    seeds give no finite one."""
+    mean, n, bound = _number(harm.get("mean")), harm.get("n"), _number(harm.get("bound"))
+    bound_text = readable(bound) if bound is not None else "n/a"
+    if mean is None:
+        return f"not measured on the held-out seeds (bound {bound_text})"
+    if harm.get("no_spread"):
+        side = "within" if bound is None or mean <= bound else "above"
+        return (f"{readable(mean)} on each of the {n} held-out seeds: {side} the bound "
+                f"{bound_text} on every seed (identical values give the test no spread: no upper "
+                "confidence bound)")  # fmt: skip
+    upper = _number(harm.get("upper"))
+    if upper is None:
+        return (f"mean {readable(mean)} over {n} held-out seeds, no finite upper bound: not shown "
+                f"within the bound {bound_text}")  # fmt: skip
+    within = "within" if harm.get("within") else "NOT within"
+    return (f"mean {readable(mean)}, one-sided upper bound {readable(upper)}: {within} the bound "
+            f"{bound_text}")  # fmt: skip
 
 
 def _ledger_lines(summary: dict[str, Any], width: int = 96) -> list[str]:
@@ -439,20 +511,52 @@ def _ledger_lines(summary: dict[str, Any], width: int = 96) -> list[str]:
     return lines
 
 
+def _observed_lines(summary: dict[str, Any], width: int = 96) -> list[str]:
+    """The observed premium per class, or where the prices are declared when the store's price
+    logs could not identify them (nothing to measure the premium against)."""
+    prices_ = summary.get("prices") or {}
+    if prices_.get("source") == "declared":
+        why = f" ({prices_['reason']})" if prices_.get("reason") else ""
+        text = (f"not measured: the store's price logs cannot identify its prices{why}; its "
+                f"prices are declared in the settings: {prices_.get('declared')}")  # fmt: skip
+        return _wrapped(text, width, "  observed COI   ", " " * 17)
+    if not summary.get("observed_coi"):
+        return []
+
+    def cell(r: dict[str, Any]) -> str:
+        if "class" not in r:
+            return f"columns {r['columns']}"
+        if r.get("mean") is None and r.get("n") == 0:
+            return f"{r['class']}: no quotes"
+        quotes = f" ({r['n']:,} quotes)" if isinstance(r.get("n"), int) else ""
+        return f"{r['class']} {_ci(r, 4)}{quotes}"
+
+    text = "; ".join(cell(r) for r in summary["observed_coi"])
+    return _wrapped(text, width, "  observed COI   ", " " * 17)
+
+
+_LABELS = {"demand": "demand", "agent_ledger": "agent ledger", "separability": "separability",
+           "coi_erosion": "COI erosion", "prices": "prices", "observed_coi": "observed COI",
+           "certification": "certificate"}  # fmt: skip
+
+
+def _stale_lines(summary: dict[str, Any], *names: str) -> list[str]:
+    """`stale: from the run of <time>, not rebuilt` for each of `names` this run did not rebuild."""
+    stale = summary.get("stale") or {}
+    return [f"  {_LABELS[n]:<15}stale: from {stale[n]}, not rebuilt" for n in names if n in stale]
+
+
 def _store_lines(store: str, summary: dict[str, Any]) -> list[str]:
-    lines = [f"-- {store} --", *_ledger_lines(summary)]
+    lines = [f"-- {store} --", *_stale_lines(summary, "demand", "agent_ledger")]
+    lines += _ledger_lines(summary)
     sep, erosion = summary.get("separability"), summary.get("coi_erosion")
+    lines += _stale_lines(summary, "separability")
     lines += _separability_lines(sep) if sep else ["  separability   not built"]
+    lines += _stale_lines(summary, "coi_erosion")
     lines += _erosion_lines(erosion) if erosion else ["  COI erosion    not built"]
-    if summary.get("observed_coi"):
-        lines.append(
-            "  observed COI   "
-            + "; ".join(
-                f"{r['class']} {_ci(r, 4)}" if "class" in r else f"columns {r['columns']}"
-                for r in summary["observed_coi"]
-            )
-        )
+    lines += _stale_lines(summary, "prices", "observed_coi") + _observed_lines(summary)
     cert = summary.get("certification")
+    lines += _stale_lines(summary, "certification")
     lines += _certification_lines(cert) if cert else ["  certificate    not built"]
     for name, error in summary.get("unreadable", {}).items():
         lines.append(f"  {name}: unreadable ({error})")
@@ -470,7 +574,9 @@ def render_summary(settings: Settings, summary: dict[str, Any] | None = None) ->
         lines.append(f"  {batch['key']}  {kind}  {Path(batch['source']).name}  {counts}")
     for warning in summary["batch_warnings"]:
         lines += _wrapped(warning, 96, "WARNING: batch ", "    ")
-    lines.append("sessions per store and class:")
+    stale = summary.get("sessions_stale")
+    lines.append("sessions per store and class" + (
+        f" (stale: from {stale}, not rebuilt):" if stale else ":"))  # fmt: skip
     if not summary["sessions"]:
         lines.append("  (warehouse not built)")
     for row in summary["sessions"]:

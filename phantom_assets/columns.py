@@ -14,7 +14,8 @@ _CI = "interval of the row's estimate (95%, over episode seeds or clustered by e
 COLUMN_DESCRIPTIONS: Final[dict[str, str]] = {
     # --- events and sessions -------------------------------------------------------------------
     "event_id": "Stable hash of the batch, the record's position in it and its payload.",
-    "batch_id": "The batch (one ingested file) the row came from: `<YYYYMMDD>_<sha10>`.",
+    "batch_id": "The batch (one ingested file) the row came from: `YYYYMMDD_sha10` (the file's "
+    "date and the first 10 hex digits of its SHA-256).",
     "source_row": "Position of the record in its source file.",
     "session_id": "The browsing session.",
     "experiment_id": "The experiment (one subject doing one task); its sessions share a fold.",
@@ -34,14 +35,14 @@ COLUMN_DESCRIPTIONS: Final[dict[str, str]] = {
     "reason": "Machine-readable quarantine reason (e.g. `unknown_event`).",
     "detail": "What was wrong with the record, in words.",
     "n_events": "Events in the session.",
-    "trajectory": "The session's canonical event names in order (no <start>/<end>).",
+    "trajectory": "The session's canonical event names in order (no `start`/`end` tokens).",
     "product_ids": "Product of each event of the trajectory.",
     "started_at": "Time of the session's first event.",
     "fold": "Cross-fitting fold of the session's experiment (-1: unlabeled).",
     "source": "`real` (a logged session) or `synthetic` (sampled from the agent kernel).",
     # --- kernels and scores --------------------------------------------------------------------
-    "src": "Source state of the transition (<start> or an event).",
-    "dst": "Destination state of the transition (an event or <end>).",
+    "src": "Source state of the transition (the `start` token or an event).",
+    "dst": "Destination state of the transition (an event or the `end` token).",
     "count": "Transitions src -> dst in the fitted sessions.",
     "prob": "P(dst | src), smoothed with κ.",
     "delta_h": "Δ_H: visit-weighted KL divergence of the session's own kernel from the human one.",
@@ -100,7 +101,7 @@ COLUMN_DESCRIPTIONS: Final[dict[str, str]] = {
     "timesteps": "Environment steps trained so far.",
     "reward": "Episode reward in money: profit − η_ux·|Δ level| − λ·leak.",
     "train_seed": "Training seed of the policy.",
-    "policy": "Policy key `<tier>[-<mode>]-a<α·100>`.",
+    "policy": "Policy key `tier[-mode]-aNNN`, NNN = α·100 (e.g. `ppo-robust-a050`).",
     "tier": "Policy tier (static, tuned, surge, linear, qtable, ppo, a2c, dqn).",
     "mode": "Training mode: baseline, robust, charged, robustcharged or heuristic.",
     "train_alpha": "α the policy was trained at.",

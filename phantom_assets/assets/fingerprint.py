@@ -67,7 +67,7 @@ KERNEL_CHECKS = {
     "no_negative_entries": "No count or probability of the full or a fold kernel is negative.",
     "counts_match_transitions": "The full kernel's counts add up to the transitions of the "
     "sessions it was fitted on (each session of at least "
-    f"{MIN_EVENTS_FOR_KERNEL} events gives its events + 1, with <start> and <end>).",
+    f"{MIN_EVENTS_FOR_KERNEL} events gives its events + 1, with the `start` and `end` tokens).",
 }
 SCORE_CHECKS = {
     "f_in_unit_interval": "Every session's agent probability f lies in [0, 1].",

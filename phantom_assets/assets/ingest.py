@@ -133,7 +133,7 @@ def build_ingest_assets(settings: Settings, grids: GridPartitions) -> list:
                 kinds={"python", "parquet"},
                 code_version=version,
                 description="Canonical storefront events of one batch, one parquet file per batch "
-                "under `lake/raw_events/batch=<key>/` (docs/method.md#canonical-events).",
+                "under `lake/raw_events/batch={key}/` (docs/method.md#canonical-events).",
             ),
             dg.AssetSpec(
                 "raw_events_quarantine",

@@ -29,6 +29,7 @@ import polars as pl
 
 from phantom_assets.audit import selection
 from phantom_assets.audit.pairs import FITTED, StressCube, paired_stress, stress_cube
+from phantom_assets.audit.reasons import decision_reasons
 from phantom_assets.audit.selection import HARM_METRIC, Comparisons, comparisons, finite
 from phantom_assets.audit.store_sample import store_sample_test
 from phantom_assets.audit.studentized import MIN_CALIBRATED_N, MeanTestResult
@@ -178,35 +179,6 @@ def _level(confidence: float) -> float:
     return round((1.0 - confidence) / 2.0, 12)
 
 
-def _reasons(
-    test: _CandidateTest, baseline: str, holm_p: float, level: float, failed: Sequence[str],
-    n_test: int,
-) -> list[str]:  # fmt: skip
-    """Every condition the candidate failed, with its numbers (certified: the numbers it met)."""
-    profit, detector, harm = test.tests
-    if not failed and holm_p <= level and n_test >= MIN_TEST_SEEDS:
-        return [f"certified: all blocking checks passed; on {n_test} held-out episode seeds "
-                f"{test.policy} beats the best undefended response {baseline}: "
-                f"{profit.describe()}; detector value beyond engagement: {detector.describe()}; "
-                f"total human harm: {harm.describe() if harm else 'undefined'}; "
-                f"Holm-adjusted one-sided p = {holm_p:.3g} <= {level:.3g}"]  # fmt: skip
-    unmet = [f"not certified: {role}: {result.describe()} does not reject"
-             for role, result in zip(COMPARISON_ROLES[:2], (profit, detector), strict=True)
-             if not result.rejects]  # fmt: skip
-    if harm is None:
-        unmet.append("not certified: total human harm undefined: no held-out seed has human spend")
-    elif not harm.rejects:
-        unmet.append(f"not certified: total human harm: {harm.describe()} is not shown below "
-                     f"the bound")  # fmt: skip
-    if n_test < MIN_TEST_SEEDS:
-        unmet.append(f"not certified: {n_test} held-out seeds < {MIN_TEST_SEEDS}, the fewest the "
-                     f"tests are calibrated for (evaluation.test_episodes)")  # fmt: skip
-    if not unmet and holm_p > level:
-        unmet.append(f"not certified: Holm-adjusted p = {holm_p:.3g} exceeds {level:.3g}")
-    checks = [f"not certified: blocking checks failed: {', '.join(failed)}"] if failed else []
-    return checks + unmet
-
-
 def _reported(
     stress: pl.DataFrame, profit: StressCube, test: _CandidateTest, static: str,
     confidence: float, rng: np.random.Generator,
@@ -300,8 +272,8 @@ def promotion_gate(
     pairs = chosen.comparisons
     return GateDecision(
         candidate=chosen.policy, baseline=baseline, static=static, certified=bool(passing),
-        reasons=tuple(_reasons(chosen, baseline, chosen_holm, level,
-                               list(failed_checks[chosen.policy]), n_test)),
+        reasons=tuple(decision_reasons(chosen.policy, chosen.tests, baseline, chosen_holm, level,
+                                       list(failed_checks[chosen.policy]), n_test)),
         selection_seeds=first.selection_seeds, test_seeds=first.test_seeds, tests=chosen.tests,
         compared_at=tuple(p.to_dict() for p in (pairs.profit, pairs.detector, pairs.harm)),
         p_value=chosen_holm, candidates=table, metric=metric, confidence=confidence,

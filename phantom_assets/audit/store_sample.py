@@ -22,7 +22,7 @@ from typing import Literal
 import numpy as np
 from scipy import stats
 
-from phantom_assets.audit.studentized import NO_SPREAD, MeanTestResult, mean_test
+from phantom_assets.audit.studentized import MeanTestResult, mean_test
 
 __all__ = ["STORE_SAMPLE_METHOD", "store_sample_test"]
 
@@ -55,7 +55,7 @@ def store_sample_test(
         values, threshold=threshold, alternative=alternative, rng=rng, confidence=confidence
     )
     x = np.asarray(values, dtype=np.float64)
-    if robust.method.startswith(NO_SPREAD):
+    if robust.no_spread:
         return robust
     p, low, high = _store_t(x, threshold, alternative, confidence)
     return MeanTestResult(

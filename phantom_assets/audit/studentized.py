@@ -107,17 +107,21 @@ class MeanTestResult:
             return self.ci_low > self.threshold
         return self.ci_high < self.threshold
 
+    @property
+    def no_spread(self) -> bool:
+        """True iff the values were all equal (no evidence either way: p = 1, no bounds)."""
+        return self.method.startswith(NO_SPREAD)
+
     def describe(self) -> str:
-        """The interval, mean, n and p in words (for the gate's reasons)."""
-        side = ">" if self.alternative == "greater" else "<"
-        if self.method.startswith(NO_SPREAD):
-            return (f"all {self.n} seeds equal {readable(self.mean)}: no spread, no evidence "
-                    f"(one-sided p = {self.p_value:.3g} for mean {side} "
-                    f"{readable(self.threshold)})")  # fmt: skip
+        """Mean, n, interval and p in words (for the gate's reasons, after what they test)."""
+        if self.no_spread:
+            return (f"{readable(self.mean)} on each of the {self.n} held-out seeds, and "
+                    "identical values leave the test no spread to measure: no evidence either "
+                    "way")  # fmt: skip
         return (
-            f"{self.confidence:.0%} CI [{readable(self.ci_low)}, {readable(self.ci_high)}] (mean "
-            f"{readable(self.mean)}, n = {self.n} seeds, one-sided p = {self.p_value:.3g} for mean "
-            f"{side} {readable(self.threshold)})"
+            f"mean {readable(self.mean)} over {self.n} held-out seeds, {self.confidence:.0%} CI "
+            f"[{readable(self.ci_low)}, {readable(self.ci_high)}], one-sided p = "
+            f"{self.p_value:.3g}"
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import re
 import sys
 from collections.abc import Iterator
 from functools import partial
@@ -52,6 +53,7 @@ _TOPIC_RECORD_TYPES: Final[dict[str, str]] = {
     KAFKA_PRICE_TOPIC: "price_log",
 }
 _SNIPPET: Final[int] = 80
+_PANIC_REASON: Final = re.compile(r"assertion failed: [^\"\\]+")
 
 
 def _text(path: Path, block_bytes: int) -> Iterator[str]:
@@ -262,11 +264,25 @@ def read_csv(path: Path, sizes: ReadSizes) -> Iterator[pl.DataFrame]:
 
 
 def _parquet_rows(path: Path, offset: int, n_rows: int) -> pl.DataFrame:
-    """Rows `offset` .. `offset + n_rows` of a Parquet file (only their row groups are read)."""
+    """Rows `offset` .. `offset + n_rows` of a Parquet file (only their row groups are read).
+
+    Raises:
+        UnreadableFileError: the file is truncated or corrupt. polars raises several types for
+            that, and panics (a `BaseException`) when the footer points past the file's end.
+    """
     try:
         return pl.scan_parquet(path).slice(offset, n_rows).collect()
-    except Exception as error:  # polars raises several types for corrupt/truncated files
-        raise UnreadableFileError(path, f"not readable as Parquet ({error})") from error
+    except (Exception, pl.exceptions.PanicException) as error:
+        raise UnreadableFileError(
+            path, f"not readable as Parquet, the file is truncated or corrupt ({_why(error)})"
+        ) from error
+
+
+def _why(error: BaseException) -> str:
+    """The reader's reason, short: a panic's innermost assertion rather than its nesting."""
+    text = str(error)
+    found = _PANIC_REASON.search(text)
+    return f"the reader failed: {found.group(0)}" if found else text.splitlines()[0][:300]
 
 
 def read_parquet(path: Path, sizes: ReadSizes) -> Iterator[pl.DataFrame]:

@@ -118,11 +118,23 @@ def test_reingesting_identical_content_adds_no_batch(simulated: Settings):
         assert not second.failed
 
 
+def _data_pages_lost(settings: Settings) -> bytes:
+    """A simulated Parquet export cut to its magic and footer: the footer points past its end
+    (polars panics on it: a BaseException, not an error)."""
+    data = next(settings.incoming_dir.glob("*.parquet")).read_bytes()
+    footer = int.from_bytes(data[-8:-4], "little") + 8
+    return data[:4] + data[-footer:]
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [("garbage.json", lambda _: b"\x00\x01not json at all"), ("cut.parquet", _data_pages_lost)],
+)
 def test_unreadable_file_fails_its_batch_naming_the_file_and_others_still_load(
-    simulated: Settings,
+    simulated: Settings, name: str, content
 ):
     settings = simulated
-    (settings.incoming_dir / "garbage.json").write_bytes(b"\x00\x01not json at all")
+    (settings.incoming_dir / name).write_bytes(content(settings))
     with dg.instance_for_test() as instance:
         report = run_pipeline(settings, instance, "raw_events")
         assert len(report.failed) == 1
@@ -132,8 +144,8 @@ def test_unreadable_file_fails_its_batch_naming_the_file_and_others_still_load(
             for e in instance.all_logs(failed_run.run_id)
             if e.dagster_event and e.dagster_event.event_type == dg.DagsterEventType.STEP_FAILURE
         ]
-        assert "garbage.json" in str(failures[0].dagster_event.event_specific_data.error)
-    assert (settings.incoming_dir / "garbage.json").exists()  # the file stays in incoming/
+        assert name in str(failures[0].dagster_event.event_specific_data.error)
+    assert (settings.incoming_dir / name).exists()  # the file stays in incoming/
     assert len(list((settings.lake_dir / "raw_events").glob("batch=*/events.parquet"))) == 5
 
 

@@ -53,7 +53,8 @@ def test_certification_report_pairs_held_out_episode_seeds_only(built_pipeline: 
         assert set(report["selection_seeds"]).isdisjoint(report["test_seeds"])
         assert [c["n"] for c in report["gate"]["comparisons"]] == [3, 3, 3]
         # What is certified is detection: against the best undefended response, not the engine.
-        assert report["baseline"].startswith("tuned-") and report["gate"]["static"] != "tuned"
+        assert report["baseline"].startswith("tuned-")
+        assert report["gate"]["static"].startswith("static-")
         # 3 held-out seeds are fewer than the gate's tests are calibrated for: never certified.
         assert not report["certified"]
         assert any("held-out seeds < 24" in reason for reason in report["reasons"])

@@ -1,6 +1,7 @@
 """The code location loads lazily from the environment, every job resolves, loading stays light."""
 
 import os
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -9,6 +10,7 @@ import dagster as dg
 
 from orchestration.definitions import build_definitions, defs
 from phantom_assets.assets.partitions import build_partitions
+from phantom_assets.columns import COLUMN_DESCRIPTIONS
 from phantom_assets.config import load_settings
 from tests.pipeline_helpers import REPO_ROOT, demo_definitions
 
@@ -131,3 +133,35 @@ def test_the_jobs_are_the_stages_phantom_run_executes():
         for k in defs.resolve_job_def(SLICE_JOB).asset_layer.executable_asset_keys
     }
     assert slice_keys == set(SLICE_ASSETS)
+
+
+HTML_LIKE = re.compile(r"</?[A-Za-z_][\w-]*>")
+"""`<start>`, `<key>`: the UI renders descriptions as markdown and swallows these as HTML tags."""
+
+
+def _texts(metadata: dict) -> list[tuple[str, str]]:
+    """(name, text) of the metadata the UI renders as text (the dbt manifest is not shown)."""
+    return [
+        (name, str(getattr(value, "value", value)))
+        for name, value in metadata.items()
+        if not name.startswith("dagster_dbt/")
+    ]
+
+
+def test_no_asset_or_check_description_holds_an_html_like_token():
+    # Why: "with <start> and <end>" showed in the UI as "with and".
+    graph = demo_definitions().resolve_asset_graph()
+    found = []
+    for key in graph.get_all_asset_keys():
+        node = graph.get(key)
+        texts = [("description", node.description or ""), *_texts(node.metadata or {})]
+        found += [(key.to_user_string(), name, t) for name, text in texts
+                  for t in HTML_LIKE.findall(text)]  # fmt: skip
+    for check_key in graph.asset_check_keys:
+        spec = graph.get_check_spec(check_key)
+        texts = [("description", spec.description or ""), *_texts(spec.metadata or {})]
+        found += [(f"{check_key.asset_key.to_user_string()}:{check_key.name}", name, t)
+                  for name, text in texts for t in HTML_LIKE.findall(text)]  # fmt: skip
+    found += [("column description", name, t) for name, text in COLUMN_DESCRIPTIONS.items()
+              for t in HTML_LIKE.findall(text)]  # fmt: skip
+    assert not found, found

@@ -14,7 +14,7 @@ from orchestration.planning import SelectionError, plan_stages
 from orchestration.progress import Progress
 from orchestration.runner import Status, run_pipeline
 from phantom_assets.config import Settings
-from tests.pipeline_helpers import REPO_ROOT, demo_definitions
+from tests.pipeline_helpers import REPO_ROOT, TINY_CONFIG, demo_definitions
 
 pytestmark = pytest.mark.integration
 
@@ -123,3 +123,15 @@ def test_phantom_run_with_an_unknown_store_exits_naming_the_closest_and_simulate
     assert "no store 'airlne' (did you mean 'airline'? stores: hotel, airline)" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "data").exists()
+
+
+def test_phantom_run_writes_library_warnings_to_its_log_file_not_the_terminal(tmp_path: Path):
+    # Why: Dagster's BetaWarnings (partition mappings, observable_source_asset) printed on the
+    # terminal, then were silenced outright; in process (`--workers 0`) as in a worker.
+    result = _phantom(tmp_path, "run", "--select", "raw_events", "--workers", "0",
+                      config=TINY_CONFIG)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not [line for line in result.stderr.splitlines() if "Warning" in line], result.stderr
+    (log,) = (tmp_path / "data" / "logs").glob("*.log")
+    assert "BetaWarning: Class `MultiPartitionMapping`" in log.read_text()
+    assert f"library warning(s): {log} (--verbose shows them here)" in result.stderr

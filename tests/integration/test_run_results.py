@@ -4,6 +4,7 @@ flipped in a copy fails naming the file, `--replay` re-runs a training step ther
 end-of-run summary with each store's results, also as JSON."""
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,8 @@ pytestmark = pytest.mark.integration
 
 PHANTOM = str(Path(sys.executable).parent / "phantom")
 KERNEL = Path("lake/transition_kernels/store=hotel/actor=agent/kernel.parquet")
+PHANTOM_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (INFO|WARNING|ERROR) ")
+"""A line the `phantom` command logs itself (`cli.main`'s format)."""
 
 
 @dataclass
@@ -76,10 +79,61 @@ def test_a_byte_flipped_in_a_copy_fails_the_audit_of_the_copy_naming_the_file(bu
     assert _phantom(built.env, "audit", "--store", "hotel").returncode == 0  # the moved original
 
 
-def test_replay_of_a_training_step_works_in_the_moved_root(built: Built):
+def test_replay_of_a_training_step_works_in_the_moved_root_and_prints_only_its_outcome(
+    built: Built,
+):
+    # Why: the replay printed Dagster's debug events and every training line twice.
     replay = _phantom(built.env, "audit", "--store", "hotel", "--replay", "trained_policies")
     assert replay.returncode == 0, replay.stderr[-3000:]
+    lines = replay.stderr.splitlines()
+    assert "replay output and warnings: " in lines[-2] and "reproduces data version" in lines[-1]
+    assert all(PHANTOM_LINE.match(line) for line in lines), replay.stderr
+    assert "DEBUG" not in replay.stderr and "training" not in replay.stderr
+    assert replay.stdout == ""
+    log = Path(lines[-2].split("replay output and warnings: ")[1].split(" (--verbose")[0])
+    assert "training" in log.read_text() and "STEP_SUCCESS" in log.read_text()
+
+
+def test_replay_with_verbose_prints_the_steps_output_too(built: Built):
+    replay = _phantom(built.env, "audit", "--store", "hotel", "--replay", "trained_policies",
+                      "--verbose")  # fmt: skip
+    assert replay.returncode == 0, replay.stderr[-3000:]
     assert "reproduces data version" in replay.stderr
+    assert "STEP_SUCCESS" in replay.stderr and "training" in replay.stderr
+
+
+def test_a_failed_run_marks_the_results_it_did_not_rebuild_stale(
+    built_pipeline: BuiltPipeline, tmp_path: Path
+):
+    # Why: after a failed run the summary re-read the previous run's files as if current.
+    copy = built_pipeline.copy_to(tmp_path)
+    (copy.settings.lake.market_dir("hotel") / "spec.json").unlink()  # coi_erosion cannot load it
+    run = copy.phantom("run", "--select", "coi_erosion", "--store", "hotel", "--force")
+    assert run.returncode == 1 and "FAILED: coi_erosion [hotel]" in run.stderr, run.stderr[-3000:]
+    hotel, airline = (run.stdout.split(f"-- {store} --")[1].split("\n-- ")[0]
+                      for store in ("hotel", "airline"))  # fmt: skip
+    assert re.search(
+        r"\n  COI erosion    stale: from the run of \d{4}-\d\d-\d\d \d\d:\d\d UTC \(run "
+        r"[0-9a-f]{8}\), not rebuilt\n  COI erosion    undefended engine",
+        hotel,
+    ), hotel
+    assert hotel.count("stale:") == 1 and "stale:" not in airline  # the rest is current
+
+
+def test_results_whose_inputs_changed_since_are_marked_stale_when_not_rebuilt(
+    built_pipeline: BuiltPipeline, tmp_path: Path
+):
+    copy = built_pipeline.copy_to(tmp_path)
+    config = copy.config_file.read_text().replace(
+        "shoppers_per_step = 40", "shoppers_per_step = 41"
+    )
+    copy.config_file.write_text(config)
+    run = copy.phantom("run", "--select", "market_simulators", "--store", "hotel", "--json")
+    assert run.returncode == 0, run.stderr[-3000:]
+    stale = json.loads(run.stdout)["stores"]["hotel"]["stale"]
+    # Rebuilt from a new market: what reads it is from the run before, not rebuilt.
+    assert {"coi_erosion", "agent_ledger", "certification"} <= set(stale)
+    assert all(origin.startswith("the run of ") for origin in stale.values())
 
 
 def test_the_json_summary_has_each_stores_headline_results_with_cis(built: Built):

@@ -52,9 +52,37 @@ def test_gate_refuses_a_class_blind_rule():
     assert not decision.certified
     profit, detector, _ = decision.tests
     assert profit.ci_low > 0 and detector.mean == 0.0 and detector.p_value == 1.0
-    (reason,) = [r for r in decision.reasons if "detector value" in r]
-    beyond = "not certified: detector value beyond engagement"
-    assert reason.startswith(f"{beyond}: all 24 seeds equal 0: no spread, no evidence")
+    (reason,) = [r for r in decision.reasons if "detector" in r]
+    assert reason == (
+        "not certified: the detector adds nothing beyond engagement: the fitted detector earns "
+        "exactly what the permuted one earns on all 24 held-out seeds"
+    )
+
+
+def test_a_candidate_playing_the_baselines_action_on_every_seed_has_nothing_to_certify():
+    # Why: this read "all 24 seeds equal 0: no spread, no evidence (one-sided p = 1 for mean >
+    # 0) does not reject", three times over, for a candidate identical to the baseline.
+    stress = gate_table().with_columns(
+        profit=pl.col("seed").cast(pl.Float64) + pl.col("alpha"), human_harm=pl.lit(0.0)
+    )
+    decision = run_gate(stress)
+    assert not decision.certified
+    assert decision.reasons == (
+        f"not certified: {decision.candidate} plays the action of the baseline {BASELINE} on "
+        "all 24 held-out seeds (the same profit on every seed): nothing to certify",
+    )
+
+
+def test_zero_harm_on_every_seed_is_said_plainly_to_be_within_the_bound_but_no_evidence():
+    # Identical values have no spread: the test cannot bound their mean (studentized.py says
+    # why it must not pass them), and the reason says so in words.
+    decision = run_gate(defence(gate_table()).with_columns(human_harm=pl.lit(0.0)))
+    assert not decision.certified
+    assert decision.reasons == (
+        "not certified: the human harm is 0 on all 24 held-out seeds, within the bound 0.02 on "
+        "every seed, but identical values leave the test no spread to bound the mean with: no "
+        "evidence that it stays below the bound",
+    )
 
 
 def test_gate_refuses_a_defence_that_harms_humans_beyond_the_bound():
@@ -64,8 +92,10 @@ def test_gate_refuses_a_defence_that_harms_humans_beyond_the_bound():
     profit, detector, harm = decision.tests
     assert harm.mean > HARM_BOUND and profit.ci_low > 0 and detector.ci_low > 0
     (reason,) = decision.reasons
-    assert reason.startswith("not certified: total human harm: 95% CI [")
-    assert reason.endswith("is not shown below the bound")
+    assert reason.startswith(
+        "not certified: the total human harm is not shown below the bound 0.02: mean 0.1"
+    )
+    assert ", 95% CI [" in reason and "held-out seeds" in reason
 
 
 def test_the_advantage_is_tested_at_the_worst_alpha_of_the_band_chosen_on_selection_seeds():

@@ -192,8 +192,18 @@ def test_too_few_resamples_for_the_level_give_infinite_bounds_and_no_rejection()
 def test_describe_and_to_dict_report_the_numbers():
     result = MeanTestResult(32, 0.5, 0.1, math.inf, 0.004, 0.0, "greater", "m", 0.95)
     assert result.to_dict()["ci_high"] is None and result.to_dict()["p_value"] == 0.004
-    text = result.describe()
-    assert "n = 32 seeds" in text and "p = 0.004" in text and "mean > 0" in text
+    assert result.describe() == (
+        "mean 0.5 over 32 held-out seeds, 95% CI [0.1, inf], one-sided p = 0.004"
+    )
+
+
+def test_describe_says_identical_values_are_no_evidence_in_words():
+    # Why: this read "all 24 seeds equal 0: no spread, no evidence (one-sided p = 1 ...)".
+    result = mean_test(np.zeros(24), rng=np.random.default_rng(0))
+    assert result.no_spread and result.describe() == (
+        "0 on each of the 24 held-out seeds, and identical values leave the test no spread to "
+        "measure: no evidence either way"
+    )
 
 
 @pytest.mark.parametrize(

@@ -15,9 +15,10 @@ from phantom_assets.schema import (
     detect_format,
     file_sha256,
     parse_batch,
+    store_counts,
 )
 
-from .conftest import RECORDS, payload, write_lines
+from .conftest import RECORDS, flat_rows, payload, write_lines, write_parquet
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -81,6 +82,24 @@ def test_parse_batch_raises_unreadable_for_truncated_parquet(
     with pytest.raises(UnreadableFileError, match="Parquet") as caught:
         parse_batch(path, "b1")
     assert path.name in str(caught.value)
+
+
+def test_a_parquet_file_whose_data_pages_are_missing_fails_naming_the_file(
+    tmp_path: Path,
+) -> None:
+    # Why: its footer points past the file's end and polars panics (a BaseException, which no
+    # `except Exception` stops) with "called `Result::unwrap()` on an `Err` value", naming no
+    # file. A column chunk longer than the footer is what makes it point past the end.
+    rows = [{**row, "userAgent": hashlib.sha256(str(i).encode()).hexdigest() * 2}
+            for i in range(200) for row in flat_rows(RECORDS)]  # fmt: skip
+    path = write_parquet(tmp_path / "export.parquet", rows)
+    data = path.read_bytes()
+    footer = int.from_bytes(data[-8:-4], "little") + 8  # the metadata, its length, "PAR1"
+    path.write_bytes(data[:4] + data[-footer:])  # the data pages lost, the footer kept
+    for read in (lambda: parse_batch(path, "b1"), lambda: store_counts(path)):
+        with pytest.raises(UnreadableFileError, match="truncated or corrupt") as caught:
+            read()
+        assert caught.value.path == path and str(path) in str(caught.value)
 
 
 def test_parse_batch_raises_unreadable_for_a_broken_sidecar(

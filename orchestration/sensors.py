@@ -16,7 +16,7 @@ from phantom_assets.batches import (
     settled_files,
 )
 
-DROP_ZONE_INTERVAL_S = 30
+DROP_ZONE_INTERVAL_S = 15  # a file is taken once unchanged across two ticks
 
 
 def _skip(context: dg.SensorEvaluationContext, reason: str, cursor: str | None) -> dg.SensorResult:

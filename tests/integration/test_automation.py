@@ -11,6 +11,7 @@ import dagster as dg
 import polars as pl
 import pytest
 
+from orchestration.bench_automation import CHEAP_SELECTION
 from orchestration.definitions import build_definitions
 from orchestration.runner import register_batches, run_pipeline
 from phantom_assets.config import Settings
@@ -22,11 +23,6 @@ from tests.pipeline_helpers import simulation_params
 
 pytestmark = pytest.mark.integration
 
-# Everything but training and later: the cheap, eagerly rebuilt part of the graph.
-CHEAP = " or ".join(
-    f"10+key:{key}"  # all upstream (the `*x` shorthand does not combine with `or`)
-    for key in ("coi_erosion", "market_oracle", "contaminated_datasets", "separability_report")
-)
 PER_STORE = (
     "store_warehouse",
     "labeled_sessions",
@@ -80,7 +76,7 @@ def _drain(defs, instance, cursor, now) -> tuple[dict[str, set], object, list[se
     requested: dict[str, set] = defaultdict(set)
     ticks: list[set[str]] = []
     assets = list(defs.assets or [])
-    selection = dg.AssetSelection.from_string(CHEAP)
+    selection = dg.AssetSelection.from_string(CHEAP_SELECTION)
     for _ in range(12):
         result = dg.evaluate_automation_conditions(
             defs, instance, asset_selection=selection, cursor=cursor, evaluation_time=now
@@ -119,7 +115,7 @@ def test_a_new_export_for_one_store_reruns_nothing_of_the_other_store(settings: 
     defs = build_definitions(settings)
     now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
     with dg.instance_for_test() as instance:
-        assert not run_pipeline(settings, instance, CHEAP, defs=defs).failed
+        assert not run_pipeline(settings, instance, CHEAP_SELECTION, defs=defs).failed
         quiet, cursor, _ = _drain(defs, instance, None, now)  # first tick: all is current
         assert not quiet, quiet
         before = {key: _versions(instance, key) for key in PER_STORE}

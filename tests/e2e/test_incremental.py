@@ -65,28 +65,3 @@ def test_force_reruns_what_it_selects(copy: BuiltPipeline):
     with copy.instance() as instance:
         batches = instance.get_dynamic_partitions("batch")
     assert len(_stages_run(copy, before)) == len(batches)
-
-
-def test_a_certificate_over_policies_its_market_outdated_is_stale_and_not_certified(
-    copy: BuiltPipeline,
-):
-    """The market rebuilt under a new setting, the policies not retrained: a certificate built
-    now would mix versions, so it names the stale records and does not certify; the audit
-    re-derives that verdict from the report."""
-    config = copy.config_file.read_text()
-    assert "store_replicates = 40" in config
-    copy.config_file.write_text(config.replace("store_replicates = 40", "store_replicates = 41"))
-    market = copy.phantom("run", "--select", "market_simulators")
-    assert market.returncode == 0, market.stderr[-3000:]
-    certify = copy.phantom("run", "--select", "certification_report", "--force")
-    assert certify.returncode == 0, certify.stderr[-3000:]
-    report = json.loads((copy.settings.lake.certification_dir("hotel") / "report.json").read_text())
-    assert report["certified"] is False
-    stale = [r for r in report["records"] if r["stale"]]
-    assert {r["asset"] for r in stale} >= {"trained_policies", "policy_evaluations"}
-    assert any("market_simulators [hotel]" in cause for r in stale for cause in r["stale"])
-    assert any("trained_policies" in reason and "is stale" in reason
-               for reason in report["reasons"])  # fmt: skip
-    audit = copy.phantom("audit", "--store", "hotel")
-    assert audit.returncode == 0, audit.stderr[-3000:]
-    assert "NOT CERTIFIED (as the report says)" in audit.stderr

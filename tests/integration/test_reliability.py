@@ -26,6 +26,9 @@ pytestmark = pytest.mark.integration
 TOKEN = "hf_ReliabilitySecret0123456789abcdefXYZ"
 
 
+# Two whole `phantom run` processes racing for the warehouse (90 s): a deployment test, in `make
+# test-all` (CI) with the other process-level ones.
+@pytest.mark.slow
 def test_two_runs_touching_the_warehouse_at_once_both_succeed(settings: Settings, tmp_path: Path):
     """DuckDB allows one writer: the `duckdb` pool (limit 1 in dagster.yaml) serialises them."""
     home = tmp_path / "dagster_home"

@@ -127,6 +127,9 @@ def test_two_worker_processes_run_in_parallel_and_tool_output_goes_to_the_run_lo
     assert len(stage_lines) == len({line.split("]")[0] for line in stage_lines})  # one per stage
 
 
+# A `phantom run` process killed mid-run and the next one recovering (47 s): a deployment test, in
+# `make test-all` (CI) with the other process-level ones.
+@pytest.mark.slow
 def test_a_killed_run_is_recovered_and_the_next_run_completes(settings: Settings, tmp_path: Path):
     home = _home(tmp_path)
     simulate_to_incoming(simulation_params(settings), settings.incoming_dir)

@@ -49,7 +49,10 @@ run: setup
 # the session's built pipeline is shared by all (tests/built_pipeline.py). One BLAS/OpenMP thread
 # per process: two workers already fill two cores, and OpenBLAS's own threads on top of them
 # spin against each other (the store-sample study: 44 s CPU with two threads, 25 s with one).
-PYTEST := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile
+# `--no-loadscope-reorder`: hand out files in pyproject's `testpaths` order (longest first); xdist's
+# default reorders them by test count, which left the one-test automation file running alone last.
+PYTEST := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile \
+	--no-loadscope-reorder
 
 ## test: the fast default suite (everything but the slow deployment tests)
 test: setup $(BIN)/.installed-dev

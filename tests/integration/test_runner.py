@@ -107,6 +107,7 @@ def test_a_selection_whose_upstream_was_never_built_names_it_and_the_star_syntax
     assert "store_warehouse" in message  # the store slice of the warehouse it reads
 
 
+@pytest.mark.slow  # a process-level test (34 s): `make test-all` (CI)
 def test_two_worker_processes_run_in_parallel_and_tool_output_goes_to_the_run_log(
     settings: Settings, tmp_path: Path
 ):
@@ -159,6 +160,7 @@ def test_a_killed_run_is_recovered_and_the_next_run_completes(settings: Settings
         assert not instance.event_log_storage.get_concurrency_info("duckdb").claimed_slots
 
 
+@pytest.mark.slow  # a process-level test (18 s): `make test-all` (CI)
 def test_sigterm_ends_a_run_waiting_for_the_pool_within_seconds(settings: Settings, tmp_path: Path):
     home = _home(tmp_path)
     simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
@@ -219,6 +221,7 @@ def test_a_store_filter_runs_only_that_stores_partitions_and_what_spans_the_stor
     assert all(o.status == Status.OK for o in report.outcomes)
 
 
+@pytest.mark.slow  # a process-level test (37 s): `make test-all` (CI)
 def test_phantom_run_store_hotel_materializes_no_airline_partition(tmp_path: Path):
     (tmp_path / "phantom.toml").write_text(TINY_CONFIG)
     env = {

@@ -12,8 +12,10 @@ import pytest
 
 from orchestration.bench_automation import (
     CHEAP_SELECTION,
+    _assets_of,
     _drop_one_store_export,
     _materializations_since,
+    _trains,
     bench_automation,
 )
 from orchestration.definitions import build_definitions
@@ -62,3 +64,20 @@ def test_materializations_since_counts_each_partition_and_ignores_earlier_ones()
 def test_the_bench_refuses_an_unknown_store(settings: Settings, tmp_path: Path):
     with pytest.raises(ValueError, match="unknown store 'casino'"):
         bench_automation(settings, "casino", 60)
+
+
+def test_runs_are_named_by_their_assets_and_training_runs_are_told_apart():
+    @dg.asset
+    def trained_policies() -> None:
+        return None
+
+    @dg.asset
+    def transition_kernels() -> None:
+        return None
+
+    with dg.instance_for_test() as instance:
+        for asset in (trained_policies, transition_kernels):
+            dg.materialize([trained_policies, transition_kernels], selection=[asset],
+                           instance=instance)  # fmt: skip
+        runs = {_assets_of(r): _trains(r) for r in instance.get_runs()}
+    assert runs == {"trained_policies": True, "transition_kernels": False}

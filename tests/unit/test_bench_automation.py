@@ -67,17 +67,12 @@ def test_the_bench_refuses_an_unknown_store(settings: Settings, tmp_path: Path):
 
 
 def test_runs_are_named_by_their_assets_and_training_runs_are_told_apart():
-    @dg.asset
-    def trained_policies() -> None:
-        return None
+    def run(job: str, *assets: str) -> dg.DagsterRun:
+        return dg.DagsterRun(job_name=job, asset_selection=frozenset(map(dg.AssetKey, assets)))
 
-    @dg.asset
-    def transition_kernels() -> None:
-        return None
-
-    with dg.instance_for_test() as instance:
-        for asset in (trained_policies, transition_kernels):
-            dg.materialize([trained_policies, transition_kernels], selection=[asset],
-                           instance=instance)  # fmt: skip
-        runs = {_assets_of(r): _trains(r) for r in instance.get_runs()}
-    assert runs == {"trained_policies": True, "transition_kernels": False}
+    kernels = run("__ASSET_JOB", "transition_kernels", "labeled_sessions")
+    training = run("__ASSET_JOB", "trained_policies")
+    ingest = run("ingest_job")
+    assert _assets_of(kernels) == "labeled_sessions+transition_kernels"
+    assert _assets_of(ingest) == "ingest_job"
+    assert [_trains(r) for r in (kernels, training, ingest)] == [False, True, False]

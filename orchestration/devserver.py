@@ -35,6 +35,7 @@ INTERRUPT_GRACE_S = 3.5  # the orderly shutdown of dagster dev, its webserver, d
 TERMINATE_GRACE_S = 2.5  # SIGTERM to the whole group, then SIGKILL
 STOP_WITHIN_S = INTERRUPT_GRACE_S + TERMINATE_GRACE_S + 1.0
 POLL_S = 0.1
+STARTUP_TIMEOUT_S = 180.0  # `dagster dev` answers in ~12 s on an idle machine, minutes under load
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
@@ -143,6 +144,29 @@ def end_runs_of(instance, pids: set[int]) -> list[str]:
             end_runs(instance, [run], canceled=True, why=why)
             ended.append(run.run_id)
     return ended
+
+
+def wait_until_serving(
+    port: int, process: subprocess.Popen, log: Path, timeout_s: float = STARTUP_TIMEOUT_S
+) -> None:
+    """Return once `dagster dev` (started as `process`, output in `log`) answers on 127.0.0.1.
+
+    Raises:
+        RuntimeError: it exited first, or did not answer within `timeout_s`.
+    """
+    import requests
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"dagster dev exited with code {process.returncode}: see {log}")
+        try:
+            if requests.get(f"http://127.0.0.1:{port}/server_info", timeout=2).ok:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(1)
+    raise RuntimeError(f"dagster dev did not answer within {timeout_s:.0f} s: see {log}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

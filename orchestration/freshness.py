@@ -32,7 +32,6 @@ class Freshness:
     def __init__(
         self, defs: dg.Definitions, instance: dg.DagsterInstance, last_drop: datetime | None
     ) -> None:
-        self._assets = list(defs.assets or [])
         self._graph = defs.resolve_asset_graph()
         self._instance = instance
         self._resolver: Any = None
@@ -52,7 +51,7 @@ class Freshness:
 
     def up_to_date(self, keys: Sequence[dg.AssetKey], partition: str | None) -> bool:
         if self._resolver is None:  # the resolver caches what it read: one per instance state
-            self._resolver = stale_status_resolver(self._instance, self._assets)
+            self._resolver = stale_status_resolver(self._instance, self._graph)
         if any(self._resolver.get_status(key, partition) != StaleStatus.FRESH for key in keys):
             return False
         if any(self._read_dropped_batch(key, partition) for key in keys):

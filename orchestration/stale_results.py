@@ -46,8 +46,8 @@ def not_rebuilt(
         if outcome.status in NOT_REBUILT
         for asset in outcome.assets
     }
-    resolver = stale_status_resolver(instance, list(defs.assets or []))
     graph = defs.resolve_asset_graph()
+    resolver = stale_status_resolver(instance, graph)
     marked = {}
     for asset, partition in results:
         key = dg.AssetKey.from_user_string(asset)

@@ -3,12 +3,14 @@
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Protocol
 
 import dagster as dg
 import numpy as np
 import polars as pl
 
+from phantom_assets.assets.dagster_internals import stale_status_resolver
 from phantom_assets.assets.lineage import collect_lineage, collect_record
 from phantom_assets.assets.metadata import (
     PACKAGE_ROOT,
@@ -69,16 +71,23 @@ class LineageSource(Protocol):
 
 @dataclass(frozen=True)
 class InstanceLineage:
-    """`LineageSource` of a Dagster instance (what the asset records)."""
+    """`LineageSource` of a Dagster instance (what the asset records), for one derivation: the
+    lineages share one stale-status resolver, so each upstream partition is resolved once."""
 
     instance: dg.DagsterInstance
     graph: Any
 
+    @cached_property
+    def _resolver(self) -> Any:
+        return stale_status_resolver(self.instance, self.graph)
+
     def lineage(self, asset: str, partition: str) -> list[ArtifactRecord]:
-        return collect_lineage(self.instance, self.graph, dg.AssetKey(asset), partition)
+        return collect_lineage(self.instance, self.graph, dg.AssetKey(asset), partition,
+                               self._resolver)  # fmt: skip
 
     def record(self, asset: str, partition: str) -> ArtifactRecord | None:
-        return collect_record(self.instance, self.graph, dg.AssetKey(asset), partition)
+        return collect_record(self.instance, self.graph, dg.AssetKey(asset), partition,
+                              self._resolver)  # fmt: skip
 
 
 def store_policy_key(store: str, policy: str) -> str:

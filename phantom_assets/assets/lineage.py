@@ -256,6 +256,7 @@ def collect_lineage(
     asset_graph: BaseAssetGraph,
     key: dg.AssetKey,
     partition: str | None,
+    resolver: Any = None,
 ) -> list[ArtifactRecord]:
     """Lineage records of (key, partition) and everything upstream of it.
 
@@ -264,6 +265,8 @@ def collect_lineage(
         asset_graph: The code location's graph (`defs.resolve_asset_graph()`).
         key: Asset to start from (e.g. the promoted policy or `separability_report`).
         partition: Its partition key (None if unpartitioned).
+        resolver: `stale_status_resolver(instance, asset_graph)` to share between calls that
+            see the same instance state (it caches what it read); default: a new one.
 
     Returns:
         One record per upstream asset partition, in topological order, then by partition key.
@@ -279,17 +282,21 @@ def collect_lineage(
         raise ValueError(f"asset {key.to_user_string()!r} is not in the asset graph")
     nodes = upstream_partitions(instance, asset_graph, key, partition)
     cache: dict[str, list[Any]] = {}
-    resolver = stale_status_resolver(instance, asset_graph)
+    resolver = resolver or stale_status_resolver(instance, asset_graph)
     records = (_record(instance, asset_graph, node, cache, resolver) for node in nodes)
     return [record for record in records if record is not None]
 
 
 def collect_record(
-    instance: dg.DagsterInstance, asset_graph: BaseAssetGraph, key: dg.AssetKey, partition: str
+    instance: dg.DagsterInstance,
+    asset_graph: BaseAssetGraph,
+    key: dg.AssetKey,
+    partition: str,
+    resolver: Any = None,
 ) -> ArtifactRecord | None:
     """The record of one asset partition alone (`collect_lineage` without the upstream walk)."""
     _validate_partition(asset_graph, key, partition)
-    resolver = stale_status_resolver(instance, asset_graph)
+    resolver = resolver or stale_status_resolver(instance, asset_graph)
     return _record(instance, asset_graph, (key, partition), {}, resolver)
 
 

@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,7 +19,9 @@ import pytest
 import requests
 from dagster_graphql import DagsterGraphQLClient, DagsterGraphQLClientError
 
+from orchestration.devserver import wait_until_serving
 from orchestration.runner import register_batches
+from orchestration.scale_out.deployment import free_port
 from phantom_assets.config import load_settings
 from phantom_assets.simulate import simulate_to_incoming
 from tests.pipeline_helpers import (
@@ -37,25 +38,6 @@ STARTUP_TIMEOUT_S = 120
 RUN_TIMEOUT_S = 180
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_for_server(url: str, process: subprocess.Popen, deadline: float) -> None:
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"dagster dev exited early with code {process.returncode}")
-        try:
-            if requests.get(f"{url}/server_info", timeout=2).ok:
-                return
-        except requests.RequestException:
-            pass
-        time.sleep(1)
-    raise TimeoutError(f"dagster dev did not answer on {url} within {STARTUP_TIMEOUT_S}s")
-
-
 @pytest.fixture(scope="module")
 def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
     """Start `dagster dev` once per module, in its own process group, on temp state."""
@@ -69,11 +51,12 @@ def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
     simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         keys, _ = register_batches(settings, instance)
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "DAGSTER_HOME": str(home), "PHANTOM_DATA_DIR": str(settings.data_dir),
            # `dagster dev` re-parses the dbt project with the `dbt` beside this interpreter.
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
-    log = (tmp_path / "dagster_dev.log").open("w")
+    log_path = tmp_path / "dagster_dev.log"
+    log = log_path.open("w")
     process = subprocess.Popen(
         [
             str(Path(sys.executable).parent / "dagster"),
@@ -92,7 +75,7 @@ def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
         start_new_session=True,
     )
     try:
-        _wait_for_server(f"http://127.0.0.1:{port}", process, time.monotonic() + STARTUP_TIMEOUT_S)
+        wait_until_serving(port, process, log_path, STARTUP_TIMEOUT_S)
         yield port, keys
     finally:
         os.killpg(process.pid, signal.SIGTERM)

@@ -14,11 +14,11 @@ import dagster as dg
 import pytest
 from dagster_graphql import DagsterGraphQLClient, DagsterGraphQLClientError
 
-from orchestration.devserver import STOP_WITHIN_S
+from orchestration.devserver import STOP_WITHIN_S, wait_until_serving
 from orchestration.runner import run_pipeline
+from orchestration.scale_out.deployment import free_port
 from phantom_assets.config import Settings
 from phantom_assets.simulate import simulate_to_incoming
-from tests.integration.test_dagster_dev import _free_port, _wait_for_server
 from tests.pipeline_helpers import REPO_ROOT, simulation_params
 
 # `make ui` with a live `dagster dev`: a UI deployment test, run by `make test-all` and CI.
@@ -98,18 +98,19 @@ def test_sigterm_to_make_ui_ends_every_process_within_10_seconds_even_with_a_run
     simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
     with dg.DagsterInstance.from_config(str(home)) as instance:  # raw_events for dbt to read
         assert not run_pipeline(settings, instance, "raw_events").failed
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "DAGSTER_HOME": str(home), "PHANTOM_DATA_DIR": str(settings.data_dir),
            # `dagster dev` re-parses the dbt project with the `dbt` beside this interpreter.
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
     # As a terminal starts it (its own session); `-o setup`: this environment is set up already.
     command = ["make", "-o", "setup", "ui", f"UI_PORT={port}", f"VENV={sys.prefix}"]
-    log = (tmp_path / "make_ui.log").open("w")
+    log_path = tmp_path / "make_ui.log"
+    log = log_path.open("w")
     make = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     pids: set[int] = set()
     try:
-        _wait_for_server(f"http://127.0.0.1:{port}", make, time.monotonic() + STARTUP_TIMEOUT_S)
+        wait_until_serving(port, make, log_path, STARTUP_TIMEOUT_S)
         run_id = _start_warehouse_run(port)
         pids = _descendants(make.pid)
         names = {pid: Path(f"/proc/{pid}/cmdline").read_bytes() for pid in pids}

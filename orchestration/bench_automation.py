@@ -61,7 +61,9 @@ def bench_automation(settings: Settings, store: str, timeout_s: float) -> dict[s
         `{"store", "drop_to_kernels_s", "drop_to_quiet_s", "runs", "runs_by_assets",
         "materializations", "rerun", "other_store_rebuilt", "config"}`: `rerun` lists the asset
         partitions materialized more than once after the drop (one change should run each once);
-        `other_store_rebuilt` those of the other store beyond its warehouse slice.
+        `other_store_rebuilt` those of the other store beyond its warehouse slice; `timeline`
+        each run's assets and partition with when it was queued, started and ended (s from the
+        drop): where the time to the kernels goes.
 
     Raises:
         ValueError: `store` is not a store.
@@ -104,6 +106,8 @@ def bench_automation(settings: Settings, store: str, timeout_s: float) -> dict[s
         "runs": len(runs),
         "runs_by_assets": dict(Counter(_assets_of(r.dagster_run) for r in runs)),
         "materializations": sum(len(times) for times in made.values()),
+        "timeline": [_timeline_row(r, dropped_at) for r in sorted(
+            runs, key=lambda r: r.create_timestamp.timestamp())],
         "rerun": sorted(f"{a} [{p}]" for (a, p), times in made.items() if len(times) > 1),
         "other_store_rebuilt": sorted(
             f"{a} [{p}]" for (a, p) in made
@@ -205,6 +209,22 @@ def _assets_of(run: Any) -> str:
     """`labeled_sessions+transition_kernels`: what a run materialized (its job for an ingest)."""
     keys = sorted(key.to_user_string() for key in run.asset_selection or ())
     return "+".join(keys) if keys else run.job_name
+
+
+def _timeline_row(record: Any, dropped_at: float) -> dict[str, Any]:
+    """One run: `{"assets", "partition", "queued_s", "started_s", "ended_s"}` from the drop."""
+    run = record.dagster_run
+
+    def since_drop(at: float | None) -> float | None:
+        return None if at is None else round(at - dropped_at, 1)
+
+    return {
+        "assets": _assets_of(run),
+        "partition": run.tags.get("dagster/partition"),
+        "queued_s": since_drop(record.create_timestamp.timestamp()),
+        "started_s": since_drop(record.start_time),
+        "ended_s": since_drop(record.end_time),
+    }
 
 
 def _trains(run: Any) -> bool:

@@ -114,6 +114,10 @@ class Lake:
     def store_warehouse(self, store: str) -> Path:
         return partition_dir(self.root, "store_warehouse", store=store) / SLICE_DIGEST_FILE
 
+    def store_slice(self, store: str, mart: str) -> Path:
+        """The store's rows of one warehouse mart (what the per-store assets read)."""
+        return partition_dir(self.root, "store_warehouse", store=store) / f"{mart}.parquet"
+
     # --- fingerprint --------------------------------------------------------------------------
     def labeled_sessions(self, store: str, actor: str) -> Path:
         return (

@@ -1,7 +1,7 @@
 """Contamination group: G(α) -- a store's real human sessions plus synthetic agent sessions.
 
-The warehouse inputs come from the `contamination_*` dbt marts; the maths and the lake files are
-in `phantom_assets.contamination`.
+The warehouse inputs are the store's slices of the `contamination_*` dbt marts
+(`store_warehouse`); the maths and the lake files are in `phantom_assets.contamination`.
 """
 
 import datetime as dt
@@ -9,10 +9,7 @@ import datetime as dt
 import dagster as dg
 import numpy as np
 import polars as pl
-from dagster_duckdb import DuckDBResource
-from duckdb import DuckDBPyConnection
 
-from phantom_assets.assets.dbt import WAREHOUSE_POOL
 from phantom_assets.assets.metadata import (
     artifact_version,
     code_version_of,
@@ -27,6 +24,7 @@ from phantom_assets.assets.partitions import (
     store_alpha_keys,
 )
 from phantom_assets.assets.resources import StorageResource
+from phantom_assets.assets.store_slices import read_store_slice
 from phantom_assets.config import Settings
 from phantom_assets.constants import ACTORS, STORES
 from phantom_assets.contamination import (
@@ -55,18 +53,8 @@ CONTAMINATION_CODE = code_version_of(
 MEAN_F_CHECK, ALPHA_HAT_CHECK = "mean_f_rises_with_alpha", "alpha_hat_ci_covers_alpha"
 REFERENCE_STREAM, BOOTSTRAP_STREAM = 1_000, 1  # extra seed entropy of the α̂ random streams
 # The store's slices of the `contamination_*` marts (dbt builds them; see their .yml).
-PRODUCT_MIX_QUERY = """
-select product_id, n_interactions::double as weight
-from contamination_product_mix where store = $store order by product_id
-"""
-AGENT_GAPS_QUERY = "select gap_s from contamination_agent_gaps where store = $store order by gap_s"
-EVENT_TIMES_QUERY = """
-select session_id, event_times as ts from contamination_event_times where store = $store
-"""
-SPAN_QUERY = """
-select epoch_ms(first_session_at) as origin_ms, window_s
-from contamination_store_spans where store = $store
-"""
+PRODUCT_MIX_MART, AGENT_GAPS_MART = "contamination_product_mix", "contamination_agent_gaps"
+EVENT_TIMES_MART, SPAN_MART = "contamination_event_times", "contamination_store_spans"
 
 
 def partition_entropy(seed: int, store: str, alpha: float) -> list[int]:
@@ -79,19 +67,25 @@ def reference_rng(seed: int, store: str) -> np.random.Generator:
     return np.random.default_rng([seed, STORES.index(store), REFERENCE_STREAM])
 
 
-def _warehouse_inputs(
-    conn: DuckDBPyConnection, store: str
-) -> tuple[ContaminationParams, pl.DataFrame]:
+def _warehouse_inputs(lake: Lake, store: str) -> tuple[ContaminationParams, pl.DataFrame]:
     """Product mix, agent inter-event gaps and time span of `store`; per-session event times."""
-    args = {"store": store}
-    mix = conn.execute(PRODUCT_MIX_QUERY, args).pl()
-    gaps = conn.execute(AGENT_GAPS_QUERY, args).pl()["gap_s"].to_numpy()
-    origin_ms, window_s = conn.execute(SPAN_QUERY, args).fetchone() or (None, None)
-    event_times = conn.execute(EVENT_TIMES_QUERY, args).pl()
+    mix = (
+        read_store_slice(lake, store, PRODUCT_MIX_MART)
+        .select("product_id", pl.col("n_interactions").cast(pl.Float64).alias("weight"))
+        .sort("product_id")
+    )
+    gaps = read_store_slice(lake, store, AGENT_GAPS_MART)["gap_s"].sort().to_numpy()
+    span = read_store_slice(lake, store, SPAN_MART).select(
+        pl.col("first_session_at").dt.epoch("ms").alias("origin_ms"), "window_s"
+    )
+    origin_ms, window_s = span.row(0) if span.height else (None, None)
+    event_times = read_store_slice(lake, store, EVENT_TIMES_MART).select(
+        "session_id", pl.col("event_times").alias("ts")
+    )
     if mix.height == 0 or gaps.size == 0 or origin_ms is None:
         raise ValueError(
             f"store {store!r} has {mix.height} products and {gaps.size} agent inter-event gaps "
-            "in the warehouse; G(α) needs both -- ingest labeled agent sessions with products"
+            "in its warehouse slice; G(α) needs both -- ingest labeled agent sessions with products"
         )
     params = ContaminationParams(
         product_mix=dict(zip(mix["product_id"], mix["weight"], strict=True)),
@@ -102,9 +96,7 @@ def _warehouse_inputs(
     return params, event_times
 
 
-def contaminated_datasets(
-    context: dg.AssetExecutionContext, storage: StorageResource, warehouse: DuckDBResource
-):
+def contaminated_datasets(context: dg.AssetExecutionContext, storage: StorageResource):
     """G(α) of one store: its real human sessions plus round(α·n_H/(1−α)) synthetic agent sessions
     sampled from the agent kernel, one row per session with the store's selected f and `f_method`
     (`sessions.parquet`), the demand proxy per product (`demand.json`) and the debiased α̂ with
@@ -112,8 +104,7 @@ def contaminated_datasets(
     store, alpha = store_alpha_keys(context)
     settings = storage.settings()
     cfg, lake = settings.contamination, settings.lake
-    with warehouse.get_connection() as conn:
-        params, event_times = _warehouse_inputs(conn, store)
+    params, event_times = _warehouse_inputs(lake, store)
     humans = read_human_sessions(lake, store, event_times)
     human, agent = (load_kernel_set(lake, store, actor) for actor in ACTORS)
     calibration = load_score_calibration(lake, store)
@@ -160,8 +151,7 @@ def build_contamination_assets(
             dg.AssetDep("store_warehouse", partition_mapping=BY_STORE),
         ],
         group_name="contamination",
-        kinds={"python", "duckdb", "parquet"},
-        pool=WAREHOUSE_POOL,
+        kinds={"python", "parquet"},
         code_version=with_settings(
             CONTAMINATION_CODE,
             settings.contamination,

@@ -7,9 +7,7 @@ their checks; every body still only loads, calls the pure `phantom_assets.finger
 import dagster as dg
 import numpy as np
 import polars as pl
-from dagster_duckdb import DuckDBResource
 
-from phantom_assets.assets.dbt import WAREHOUSE_POOL
 from phantom_assets.assets.metadata import (
     artifact_version,
     code_version_of,
@@ -26,6 +24,7 @@ from phantom_assets.assets.partitions import (
     store_partitions,
 )
 from phantom_assets.assets.resources import StorageResource
+from phantom_assets.assets.store_slices import read_store_slice
 from phantom_assets.config import Settings
 from phantom_assets.constants import ACTORS, MIN_EVENTS_FOR_KERNEL, ROW_SUM_TOLERANCE
 from phantom_assets.fingerprint import (
@@ -73,18 +72,9 @@ SCORE_CHECKS = {
     "f_in_unit_interval": "Every session's agent probability f lies in [0, 1].",
     "every_session_scored": "Every session of the store, labeled or not, has exactly one score.",
 }
-# The dbt mart `fingerprint_sessions` holds the logic; the assets read their slice of it.
-LABELED_SESSIONS_QUERY = """
-select * exclude (is_labeled) from fingerprint_sessions
-where is_labeled and store = $store and actor = $actor order by session_id
-"""
-UNLABELED_SESSIONS_QUERY = """
-select session_id, store, actor, n_events, trajectory from fingerprint_sessions
-where not is_labeled and store = $store order by session_id
-"""
-N_UNLABELED_QUERY = (
-    "select count(*) from fingerprint_sessions where not is_labeled and store = $store"
-)
+# The dbt mart `fingerprint_sessions` holds the logic; the assets read their store's slice of it.
+SESSIONS_MART = "fingerprint_sessions"
+UNLABELED_COLUMNS = ("session_id", "store", "actor", "n_events", "trajectory")
 REPORT_HEADLINE = (
     "n_human",
     "n_agent",
@@ -105,7 +95,7 @@ REPORT_HEADLINE = (
 
 
 def labeled_sessions(
-    context: dg.AssetExecutionContext, storage: StorageResource, warehouse: DuckDBResource
+    context: dg.AssetExecutionContext, storage: StorageResource
 ) -> dg.MaterializeResult:
     """Labeled sessions of one store and actor class, each with a deterministic fold id.
 
@@ -116,9 +106,13 @@ def labeled_sessions(
     store, actor = store_actor_keys(context)
     settings = storage.settings()
     folds = settings.fingerprint.folds
-    with warehouse.get_connection() as conn:
-        selected = conn.execute(LABELED_SESSIONS_QUERY, {"store": store, "actor": actor}).pl()
-        (n_unlabeled,) = conn.execute(N_UNLABELED_QUERY, {"store": store}).fetchone()
+    sessions = read_store_slice(settings.lake, store, SESSIONS_MART)
+    selected = (
+        sessions.filter(pl.col("is_labeled") & (pl.col("actor") == actor))
+        .drop("is_labeled")
+        .sort("session_id")
+    )
+    n_unlabeled = sessions.filter(~pl.col("is_labeled")).height
     group = selected["experiment_id"].fill_null(selected["session_id"])
     selected = selected.with_columns(fold=pl.Series(assign_folds(group, folds), dtype=pl.Int64))
     path = settings.lake.labeled_sessions(store, actor)
@@ -189,17 +183,19 @@ def kernel_check_results(kernels: KernelSet, n_transitions: int) -> list[dg.Asse
     ]
 
 
-def divergence_scores(
-    context: dg.AssetExecutionContext, storage: StorageResource, warehouse: DuckDBResource
-):
+def divergence_scores(context: dg.AssetExecutionContext, storage: StorageResource):
     """Δ_H, Δ_A, gap and agent probability f for every session of a store. Labeled sessions are
     scored with the kernels fitted without their fold; unlabeled ones with the full kernels. `f` is
     the probability `fingerprint.calibration` selects (both are kept); `calibration.json` holds the
     choice and the logistic fit on all labeled sessions, `prefix_scores.parquet` f on prefixes."""
     store, settings = context.partition_key, storage.settings()
     cfg, lake = settings.fingerprint, settings.lake
-    with warehouse.get_connection() as conn:
-        unlabeled = conn.execute(UNLABELED_SESSIONS_QUERY, {"store": store}).pl()
+    unlabeled = (
+        read_store_slice(lake, store, SESSIONS_MART)
+        .filter(~pl.col("is_labeled"))
+        .select(UNLABELED_COLUMNS)
+        .sort("session_id")
+    )
     sessions = pl.concat(
         [
             read_labeled_sessions(lake, store),
@@ -308,8 +304,7 @@ def build_fingerprint_assets(
         dg.asset(
             partitions_def=store_actor_partitions,
             deps=[dg.AssetDep("store_warehouse", partition_mapping=BY_STORE)],
-            kinds={"python", "duckdb", "parquet"},
-            pool=WAREHOUSE_POOL,
+            kinds={"python", "parquet"},
             code_version=version("folds"),
             group_name=GROUP,
         )(labeled_sessions),
@@ -332,7 +327,6 @@ def build_fingerprint_assets(
                 "store_warehouse",
             ],
             kinds={"python", "numpy", "parquet"},
-            pool=WAREHOUSE_POOL,
             code_version=version("temperature", "calibration", "max_prefix"),
             check_specs=[
                 dg.AssetCheckSpec(name, asset="divergence_scores", blocking=True, description=text)

@@ -4,9 +4,7 @@ docs/method.md#store-prices-from-the-price-logs and docs/method.md#observed-coi.
 
 import dagster as dg
 import polars as pl
-from dagster_duckdb import DuckDBResource
 
-from phantom_assets.assets.dbt import WAREHOUSE_POOL
 from phantom_assets.assets.metadata import (
     artifact_version,
     code_version_of,
@@ -17,6 +15,7 @@ from phantom_assets.assets.metadata import (
 )
 from phantom_assets.assets.partitions import GridPartitions, store_partitions
 from phantom_assets.assets.resources import StorageResource
+from phantom_assets.assets.store_slices import read_store_slice
 from phantom_assets.config import Settings
 from phantom_assets.constants import PRICE_LOG
 from phantom_assets.lake import (
@@ -47,17 +46,16 @@ PRICE_FIELDS = ("engagement_scale_share", "declared_markup", "declared_quote_noi
                 "declared_anchor_range")  # fmt: skip
 NO_LOG_LOST = "every_price_log_is_fitted_or_excluded_with_a_reason"
 FROM_LOGS = "prices_come_from_the_logs"
+QUOTE_EVENTS_MART = "price_quote_events"
 # Every event of the store's quoted sessions, in the canonical names `quote_features` reads.
-QUOTE_EVENTS_QUERY = """
-select event_id, batch_id, source_row, session_id, experiment_id, store, event_at as ts,
-       event_name as event, record_type, product_id, price, coalesce(actor, 'unknown') as actor
-from price_quote_events where store = $store
-"""
+QUOTE_EVENT_COLUMNS = (
+    "event_id", "batch_id", "source_row", "session_id", "experiment_id", "store",
+    pl.col("event_at").alias("ts"), pl.col("event_name").alias("event"), "record_type",
+    "product_id", "price", pl.col("actor").fill_null("unknown"),
+)  # fmt: skip
 
 
-def store_prices(
-    context: dg.AssetExecutionContext, storage: StorageResource, warehouse: DuckDBResource
-):
+def store_prices(context: dg.AssetExecutionContext, storage: StorageResource):
     """The store's prices from its price logs: per-product anchor (the zero-engagement quote),
     the markup curve and quote noise with experiment-clustered CIs, the engagement signal it
     prices on (`anchors.parquet`, `price_model.json`); every price log with its engagement at
@@ -65,8 +63,7 @@ def store_prices(
     fits are its `decision` rows). Declared defaults when the logs are too few (`source =
     declared`, with why)."""
     store, settings = context.partition_key, storage.settings()
-    with warehouse.get_connection() as conn:
-        events = conn.execute(QUOTE_EVENTS_QUERY, {"store": store}).pl()
+    events = read_store_slice(settings.lake, store, QUOTE_EVENTS_MART).select(QUOTE_EVENT_COLUMNS)
     quotes = quote_features(events)
     market = settings.market
     model = fit_price_model(quotes, PriceFitParams(declared_s0_share=market.engagement_scale_share))
@@ -126,14 +123,13 @@ def observed_coi_asset(context: dg.AssetExecutionContext, storage: StorageResour
 
 
 def build_price_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:
-    """`store_prices` (reads the warehouse) and `observed_coi` on it, both per store."""
+    """`store_prices` (reads the store's warehouse slice) and `observed_coi` on it, per store."""
     prices = dg.asset(
         name="store_prices",
         partitions_def=store_partitions,
         deps=[dg.AssetDep("store_warehouse", partition_mapping=dg.IdentityPartitionMapping())],
         group_name="market",
-        kinds={"python", "duckdb", "parquet"},
-        pool=WAREHOUSE_POOL,
+        kinds={"python", "parquet"},
         code_version=with_settings(PRICES_CODE, settings_fields(settings.market, *PRICE_FIELDS)),
         check_specs=[
             dg.AssetCheckSpec(

@@ -1,12 +1,18 @@
 """Warehouse group: `store_warehouse[store]`, each store's slice of the marts, content-hashed.
 
 The dbt models are unpartitioned, so every new batch gives every mart a new data version, for both
-stores. The per-store assets depend on this slice instead: it re-hashes the rows of its store in
-every mart they read, and a store whose rows did not change keeps its data version -- so a new
-export for one store never reruns the other store's chain (docs/architecture.md#automation).
+stores. The per-store assets depend on this slice instead: it writes the rows of its store in
+every mart they read to parquet and hashes them, and a store whose rows did not change keeps its
+data version -- so a new export for one store never reruns the other store's chain
+(docs/architecture.md#automation). The per-store assets read these files, not the warehouse: only
+the dbt models and this slice hold DuckDB's one-writer pool, so a store's sessions, scores,
+prices and datasets never queue behind another run's warehouse connection.
 """
 
+from pathlib import Path
+
 import dagster as dg
+import polars as pl
 from dagster_duckdb import DuckDBResource
 
 from phantom_assets.assets.dbt import WAREHOUSE_POOL
@@ -14,7 +20,8 @@ from phantom_assets.assets.metadata import artifact_version, code_version_of
 from phantom_assets.assets.partitions import GridPartitions, store_partitions
 from phantom_assets.assets.resources import StorageResource
 from phantom_assets.config import Settings
-from phantom_assets.storage import write_json_atomic
+from phantom_assets.lake import Lake
+from phantom_assets.storage import write_json_atomic, write_parquet_atomic
 
 # Every mart a per-store asset reads (each has a `store` column).
 STORE_MARTS = (
@@ -25,34 +32,52 @@ STORE_MARTS = (
     "contamination_store_spans",
     "price_quote_events",
 )
-# Order-independent digest of a store's rows: md5 of the sorted md5s of each row's text.
-SLICE_DIGEST_QUERY = """
-select count(*), coalesce(md5(string_agg(row_md5, '' order by row_md5)), '')
-from (select md5(cast(t as varchar)) as row_md5 from (select * from {mart} where store = $store) t)
-"""
+# All of a store's rows in a fixed order, so the same rows always give the same parquet bytes.
+SLICE_ROWS_QUERY = "select * from {mart} where store = $store order by all"
 SLICE_CODE = code_version_of("phantom_assets.assets.store_slices")
 
 
 def store_warehouse(
     context: dg.AssetExecutionContext, storage: StorageResource, warehouse: DuckDBResource
 ) -> dg.MaterializeResult:
-    """Row count and content digest of this store's rows in every mart the per-store assets read;
-    its data version changes exactly when one of them does."""
-    store, settings = context.partition_key, storage.settings()
+    """This store's rows of every mart the per-store assets read (`<mart>.parquet`), with each
+    mart's row count and file digest (`digest.json`); its data version changes exactly when
+    one of them does."""
+    store, lake = context.partition_key, storage.settings().lake
     with warehouse.get_connection() as conn:
-        digests = {
-            mart: dict(zip(("rows", "md5"),
-                           conn.execute(SLICE_DIGEST_QUERY.format(mart=mart), {"store": store})
-                           .fetchone(), strict=True))
+        slices = {
+            mart: conn.execute(SLICE_ROWS_QUERY.format(mart=mart), {"store": store}).pl()
             for mart in STORE_MARTS
-        }  # fmt: skip
-    path = settings.lake.store_warehouse(store)
+        }
+    digests = {
+        mart: {
+            "rows": frame.height,
+            "digest": write_parquet_atomic(frame, lake.store_slice(store, mart)),
+        }
+        for mart, frame in slices.items()
+    }
+    path = lake.store_warehouse(store)
     write_json_atomic(digests, path)
-    version, artifacts = artifact_version(path)
+    version, artifacts = artifact_version(path, *(lake.store_slice(store, m) for m in STORE_MARTS))
     return dg.MaterializeResult(
         data_version=version,
         metadata={**artifacts, **{f"rows_{mart}": d["rows"] for mart, d in digests.items()}},
     )
+
+
+def read_store_slice(lake: Lake, store: str, mart: str) -> pl.DataFrame:
+    """`store`'s rows of `mart` as `store_warehouse[store]` wrote them.
+
+    Raises:
+        FileNotFoundError: that slice was never materialized (naming the file and the fix).
+    """
+    path: Path = lake.store_slice(store, mart)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{path} is missing: materialize store_warehouse[{store}] first "
+            f"(`phantom run --select store_warehouse`)"
+        )
+    return pl.read_parquet(path)
 
 
 def build_store_slice_assets(settings: Settings, grids: GridPartitions) -> list:
@@ -61,7 +86,7 @@ def build_store_slice_assets(settings: Settings, grids: GridPartitions) -> list:
         partitions_def=store_partitions,
         deps=list(STORE_MARTS),
         group_name="warehouse",
-        kinds={"duckdb", "json"},
+        kinds={"duckdb", "parquet"},
         pool=WAREHOUSE_POOL,
         code_version=SLICE_CODE,
     )

@@ -35,10 +35,10 @@ PENDING_DEPTH = 3
 
 
 def _inputs_pending(depth: int) -> dg.AutomationCondition:
-    """An automated input, or one of its ancestors up to `depth` levels, will itself be rebuilt
-    first in another run (its own inputs changed and it was not requested since): wait for the
-    new versions rather than run now and again after them."""
-    waiting = inputs_or_code_changed & ~AC.will_be_requested()
+    """An automated input, or one of its ancestors up to `depth` levels, is being rebuilt or will
+    itself be rebuilt first in another run (its own inputs changed and it was not requested
+    since): wait for the new versions rather than run now and again after them."""
+    waiting = (inputs_or_code_changed & ~AC.will_be_requested()) | AC.in_progress()
     ancestors = waiting
     for _ in range(depth - 1):
         ancestors = waiting | AC.any_deps_match(ancestors).allow(AUTOMATED)

@@ -95,6 +95,8 @@ def bench_automation(settings: Settings, store: str, timeout_s: float) -> dict[s
                 quiet_at = _wait_until_quiet(instance, dropped_at, timeout_s)
                 runs = [r for r in instance.get_run_records() if r.create_timestamp.timestamp()
                         >= dropped_at and not _trains(r.dagster_run)]  # fmt: skip
+                timeline = [_timeline_row(instance, r, dropped_at) for r in
+                            sorted(runs, key=lambda r: r.create_timestamp.timestamp())]  # fmt: skip
                 made = {node: times for node, times in
                         _materializations_since(instance, dropped_at).items()
                         if node[0] not in CRON_GATED}  # fmt: skip
@@ -106,8 +108,7 @@ def bench_automation(settings: Settings, store: str, timeout_s: float) -> dict[s
         "runs": len(runs),
         "runs_by_assets": dict(Counter(_assets_of(r.dagster_run) for r in runs)),
         "materializations": sum(len(times) for times in made.values()),
-        "timeline": [_timeline_row(r, dropped_at) for r in sorted(
-            runs, key=lambda r: r.create_timestamp.timestamp())],
+        "timeline": timeline,
         "rerun": sorted(f"{a} [{p}]" for (a, p), times in made.items() if len(times) > 1),
         "other_store_rebuilt": sorted(
             f"{a} [{p}]" for (a, p) in made
@@ -211,9 +212,15 @@ def _assets_of(run: Any) -> str:
     return "+".join(keys) if keys else run.job_name
 
 
-def _timeline_row(record: Any, dropped_at: float) -> dict[str, Any]:
-    """One run: `{"assets", "partition", "queued_s", "started_s", "ended_s"}` from the drop."""
+def _timeline_row(instance: Any, record: Any, dropped_at: float) -> dict[str, Any]:
+    """One run: `{"assets", "partition", "queued_s", "launched_s", "started_s", "ended_s"}` from
+    the drop (launched: the queue let it go; started: its process loaded the code and began)."""
+    from dagster import DagsterEventType
+
     run = record.dagster_run
+    launches = instance.get_records_for_run(
+        run.run_id, of_type=DagsterEventType.RUN_STARTING, limit=1
+    ).records
 
     def since_drop(at: float | None) -> float | None:
         return None if at is None else round(at - dropped_at, 1)
@@ -222,6 +229,7 @@ def _timeline_row(record: Any, dropped_at: float) -> dict[str, Any]:
         "assets": _assets_of(run),
         "partition": run.tags.get("dagster/partition"),
         "queued_s": since_drop(record.create_timestamp.timestamp()),
+        "launched_s": since_drop(launches[0].timestamp) if launches else None,
         "started_s": since_drop(record.start_time),
         "ended_s": since_drop(record.end_time),
     }

@@ -54,3 +54,38 @@ def test_an_input_updated_in_the_same_run_does_not_request_the_asset_again():
                               instance=instance).success  # fmt: skip
         follows, _ = _requested(assets, instance, cursor, now + timedelta(minutes=2))
     assert follows == {("market", "hotel")}
+
+
+def _diamond() -> list[dg.AssetsDefinition]:
+    """sessions → scores → market ← prices: the market reads two branches of different depth."""
+
+    def version() -> dg.MaterializeResult:
+        return dg.MaterializeResult(data_version=dg.DataVersion(str(next(_versions))))
+
+    def asset(name: str, group: str, deps: list[str]) -> dg.AssetsDefinition:
+        return dg.asset(name=name, partitions_def=STORES, group_name=group, deps=deps,
+                        automation_condition=condition_for(group))(version)  # fmt: skip
+
+    return [asset("sessions", "fingerprint", []), asset("scores", "fingerprint", ["sessions"]),
+            asset("prices", "market", []), asset("market", "market", ["scores", "prices"])]  # fmt: skip
+
+
+def test_an_asset_waits_while_an_ancestor_two_levels_up_is_being_rebuilt():
+    # Why: live, a store's market ran once after its prices changed while its sessions were still
+    # being rebuilt, and again after the new sessions reached its scores.
+    assets = _diamond()
+    now = datetime(2026, 12, 6, 12, tzinfo=UTC)
+    with dg.instance_for_test() as instance:
+        assert dg.materialize(assets, partition_key="hotel", instance=instance).success
+        quiet, cursor = _requested(assets, instance, None, now)
+        assert not quiet
+        # The sessions' run is under way when the prices change beside it.
+        job = dg.Definitions(assets=assets).resolve_implicit_global_asset_job_def()
+        sessions = dg.AssetKey("sessions")
+        instance.create_run_for_job(job, asset_selection=frozenset({sessions}),
+                                    tags={"dagster/partition": "hotel"},
+                                    status=dg.DagsterRunStatus.STARTED)  # fmt: skip
+        assert dg.materialize(assets, selection=["prices"], partition_key="hotel",
+                              instance=instance).success  # fmt: skip
+        waiting, cursor = _requested(assets, instance, cursor, now + timedelta(minutes=1))
+    assert waiting == set()

@@ -66,8 +66,12 @@ def _diamond() -> list[dg.AssetsDefinition]:
         return dg.asset(name=name, partitions_def=STORES, group_name=group, deps=deps,
                         automation_condition=condition_for(group))(version)  # fmt: skip
 
-    return [asset("sessions", "fingerprint", []), asset("scores", "fingerprint", ["sessions"]),
-            asset("prices", "market", []), asset("market", "market", ["scores", "prices"])]  # fmt: skip
+    return [
+        asset("sessions", "fingerprint", []),
+        asset("scores", "fingerprint", ["sessions"]),
+        asset("prices", "market", []),
+        asset("market", "market", ["scores", "prices"]),
+    ]
 
 
 def test_an_asset_waits_while_an_ancestor_two_levels_up_is_being_rebuilt():

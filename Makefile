@@ -14,7 +14,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 DBT_SOURCES := $(shell find dbt_project -path dbt_project/target -prune -o \( -name '*.sql' -o -name '*.yml' \) -print 2>/dev/null)
 
-.PHONY: setup run test test-all ui lint bench scale-demo scale-demo-packages
+.PHONY: setup run test test-all ui lint bench scale-demo scale-demo-packages mutants
 .DEFAULT_GOAL := run
 
 $(BIN)/.installed: requirements.txt requirements.lock pyproject.toml
@@ -61,6 +61,11 @@ test: setup $(BIN)/.installed-dev
 ## test-all: every test, the deployment ones included (what CI runs)
 test-all: setup $(BIN)/.installed-dev
 	$(PYTEST)
+
+## mutants: plant each known bug in a copy of the checkout, record the test that catches it
+## (docs/mutants.md; the pipeline-level ones build the tiny pipeline, ~5 min each on 2 cores)
+mutants: setup $(BIN)/.installed-dev
+	$(BIN)/python -m tests.mutants
 
 ## ui: the Dagster UI on http://127.0.0.1:3000 (UI_PORT=...); Ctrl-C or SIGTERM stops every
 ## process of it within seconds (orchestration/devserver.py says why that needs a wrapper)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import base64
 import dataclasses
+import functools
 import hashlib
 import importlib.util
 import io
@@ -24,10 +26,13 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 
 def code_version_of(*module_names: str) -> str:
-    """Hash of the source files behind the named modules/packages, without importing them.
+    """Hash of the logic of the source files behind the named modules/packages, without
+    importing them.
 
     The asset body plus the pure modules it calls define its logic, so any edit to them changes
-    the asset's code version (and marks its materializations stale in the UI).
+    the asset's code version (and marks its materializations stale in the UI). Only the logic
+    counts: each file is hashed as its syntax tree without docstrings, so reformatting, comments
+    and documentation leave every version -- and every materialization's freshness -- as it was.
     """
     digest = hashlib.sha256()
     for name in sorted(module_names):
@@ -38,8 +43,26 @@ def code_version_of(*module_names: str) -> str:
         files = sorted(origin.parent.rglob("*.py")) if origin.name == "__init__.py" else [origin]
         for path in files:
             digest.update(path.relative_to(PACKAGE_ROOT.parent).as_posix().encode())
-            digest.update(path.read_bytes())
+            digest.update(logic_of(path))
     return digest.hexdigest()[:16]
+
+
+@functools.cache
+def logic_of(path: Path) -> bytes:
+    """The syntax tree of a Python file without docstrings, as bytes: equal for two files that
+    differ only in formatting, comments or docstrings."""
+    tree = ast.parse(path.read_bytes(), filename=str(path))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, annotate_fields=False).encode()
 
 
 def with_settings(code_version: str, *sections: object) -> str:

@@ -40,8 +40,8 @@ SLICE_CODE = code_version_of("phantom_assets.assets.store_slices")
 def store_warehouse(
     context: dg.AssetExecutionContext, storage: StorageResource, warehouse: DuckDBResource
 ) -> dg.MaterializeResult:
-    """This store's rows of every mart the per-store assets read (`<mart>.parquet`), with each
-    mart's row count and file digest (`digest.json`); its data version changes exactly when
+    """This store's rows of every mart the per-store assets read (one parquet file per mart), with
+    each mart's row count and file digest (`digest.json`); its data version changes exactly when
     one of them does."""
     store, lake = context.partition_key, storage.settings().lake
     with warehouse.get_connection() as conn:

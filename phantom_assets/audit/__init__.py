@@ -21,7 +21,6 @@ from phantom_assets.audit.gate import (
     holm_adjust,
     promotion_gate,
 )
-from phantom_assets.audit.harm import HarmBound, harm_bound
 from phantom_assets.audit.pairs import (
     FITTED,
     PERMUTED,
@@ -56,7 +55,6 @@ __all__ = [
     "ArtifactRecord",
     "CertificationReport",
     "GateDecision",
-    "HarmBound",
     "MeanTestResult",
     "Mismatch",
     "PairedStress",
@@ -67,7 +65,6 @@ __all__ = [
     "failed_blocking_checks",
     "file_digests_of",
     "git_state",
-    "harm_bound",
     "holm_adjust",
     "mean_test",
     "mean_tests",

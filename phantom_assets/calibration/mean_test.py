@@ -36,10 +36,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from phantom_assets.audit.harm import harm_bound
 from phantom_assets.audit.sign_flip import sign_flip_test
 from phantom_assets.audit.studentized import DEFAULT_RESAMPLES, DEFAULT_SKEW_ALLOWANCE, mean_tests
 from phantom_assets.calibration.result import CalibrationResult, PowerResult
+from phantom_assets.calibration.student_t_bound import harm_bound
 
 CONFIDENCE = 0.95
 LEVEL = round((1.0 - CONFIDENCE) / 2.0, 12)

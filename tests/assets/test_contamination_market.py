@@ -467,3 +467,18 @@ def test_market_sensitivity_has_one_contract_row_per_declared_grid_point(built: 
     assert assumptions["decision_holds_on_whole_grid"] == bool(
         (table["certified"] == report["certified"]).all())  # fmt: skip
     assert report["baseline"].startswith("tuned-")
+
+
+@pytest.mark.parametrize("store", STORES)
+def test_the_detector_threshold_flags_the_configured_share_of_the_stores_humans(
+    built: Built, store: str
+):
+    # Why: τ fixed at 0.5 instead of the human false-positive target survived every test.
+    spec = MarketSpec.load(built.lake / "market_simulators" / f"store={store}")
+    fpr, scores = built.settings.market.detector_fpr, np.sort(spec.human_score)
+    # The (1 − fpr) empirical quantile (the "higher" order statistic) of the humans' scores.
+    assert spec.detector_threshold == scores[math.ceil((scores.size - 1) * (1.0 - fpr))]
+    flagged = float(np.mean(spec.human_score > spec.detector_threshold))
+    assert flagged <= fpr
+    # Not far below it either (up to ties at τ): within binomial error of the target.
+    assert flagged >= fpr - 3.0 * math.sqrt(fpr * (1.0 - fpr) / scores.size) - 1.0 / scores.size

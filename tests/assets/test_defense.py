@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
+import numpy as np
 import polars as pl
 import pytest
 
@@ -21,7 +22,10 @@ from orchestration.scale_out.demo import TRAINING_OVERRIDES
 from phantom_assets.assets.partitions import policy_grid
 from phantom_assets.config import Settings, load_settings
 from phantom_assets.evaluation import CURVE_SCHEMA, EPISODE_METRICS
-from phantom_assets.lake import POLICY_FILE, Lake
+from phantom_assets.lake import ORACLE_FILE, POLICY_FILE, REGRET_FILE, Lake
+from phantom_assets.market import MarketSpec
+from phantom_assets.market.columns import Column
+from phantom_assets.market.oracle import action_totals
 from phantom_assets.policies import (
     ABLATION_MODES,
     HEURISTIC_MODE,
@@ -316,3 +320,59 @@ def test_a_grid_with_a_candidates_evaluation_missing_is_not_certified_and_says_w
     assert missing in report["gate"]["candidate_set"]
     reason = f"policy_evaluations [{STORE}|{missing}]: missing (never materialized or failed)"
     assert any(reason in line for line in report["reasons"]), report["reasons"]
+
+
+def test_regret_is_measured_against_the_oracle_table_of_the_build(built: Built):
+    # Why: `benchmark_curves` given the tuned-static action as "the oracle" survived every test.
+    spec = MarketSpec.load(built.lake.market_dir(STORE))
+    oracle = pl.read_parquet(built.lake.oracle_dir(STORE) / ORACLE_FILE)
+    regret = pl.read_parquet(built.lake.benchmark_dir(STORE) / REGRET_FILE)
+    seeds = built.settings.evaluation.selection_seeds
+    for cell in oracle.iter_rows(named=True):
+        action = (cell["level"], cell["markup"], cell["delta"])
+        totals = action_totals(spec, [action], [cell["alpha"]], cell["k"], seeds)
+        expected = float(np.mean(totals[0, :, 0, Column.PROFIT]))
+        rows = regret.filter(pl.col("alpha") == cell["alpha"], pl.col("k") == cell["k"])
+        assert sorted(rows["policy"]) == sorted(built.grid)
+        np.testing.assert_allclose(rows["oracle_profit"], expected, rtol=1e-9)
+    # Each policy's side is its own fitted-detector profit: training seeds, then seeds averaged.
+    for key in built.grid:
+        own = (
+            built.nominal(key).filter(pl.col("detector") == "fitted")
+            .group_by("alpha", "k", "seed").agg(pl.col("profit").mean())
+            .group_by("alpha", "k").agg(pl.col("profit").mean().alias("own"))
+        )  # fmt: skip
+        paired = regret.filter(pl.col("policy") == key).join(own, on=["alpha", "k"])
+        assert paired.height == oracle.height
+        np.testing.assert_allclose(paired["profit"], paired["own"], rtol=1e-9)
+        np.testing.assert_allclose(
+            paired["regret"], paired["oracle_profit"] - paired["own"], rtol=1e-9, atol=1e-6
+        )
+
+
+def test_the_certificates_baseline_numbers_are_tuned_statics_own_held_out_rows(built: Built):
+    # Why: a certificate whose baseline was the static engine was caught only by a name check.
+    report = json.loads(built.lake.certification_report(STORE).read_text())
+    gate = report["gate"]
+    (tuned,) = [key for key in built.grid if parse_policy_key(key).tier == "tuned"]
+    profit = next(c for c in gate["comparisons"] if c["role"].startswith("profit vs the best"))
+    at = {row["alpha0"]: row["alpha"] for row in profit["compared_at"]}
+
+    def held_out(policy: str) -> pl.DataFrame:
+        """Per held-out seed: profit at the compared α of each α0 cell, training seeds then
+        α0 cells averaged."""
+        stress = pl.read_parquet(built.lake.evaluation_dir(STORE, policy) / "stress.parquet")
+        cells = pl.DataFrame({"alpha0": list(at), "alpha": list(at.values())})
+        return (
+            stress.filter(pl.col("split") == "test", pl.col("detector") == "fitted")
+            .join(cells, on=["alpha0", "alpha"])
+            .group_by("alpha0", "seed").agg(pl.col("profit").mean())
+            .group_by("seed").agg(pl.col("profit").mean())
+        )  # fmt: skip
+
+    paired = held_out(gate["candidate"]).join(held_out(tuned), on="seed", suffix="_tuned")
+    assert sorted(paired["seed"]) == list(built.settings.evaluation.test_seeds)
+    assert profit["n"] == paired.height
+    expected = float((paired["profit"] - paired["profit_tuned"]).mean())
+    assert profit["mean"] == pytest.approx(expected, rel=1e-9)
+    assert gate["baseline"] == tuned

@@ -167,7 +167,12 @@ def test_the_json_summary_has_each_stores_headline_results_with_cis(built: Built
         harm = report["gate"]["comparisons"][2]
         assert cert["human_harm"]["bound"] == harm["threshold"] == 0.02
         assert cert["human_harm"]["mean"] == harm["mean"]
-        assert cert["decision_holds_on_sensitivity_grid"] in (True, False)
+        # True exactly when the fixed-action gate decides like the certificate at every point
+        # of the sensitivity grid the certificate cites.
+        grid = pl.read_parquet(built.moved / f"lake/market_sensitivity/store={store}/"
+                               "sensitivity.parquet")  # fmt: skip
+        holds = bool((grid["certified"] == report["certified"]).all())
+        assert cert["decision_holds_on_sensitivity_grid"] is holds
         assert any(p.endswith("report.md") for p in results["reports"])
         classes = {row["class"] for row in results["observed_coi"]}
         assert classes == {"human", "agent"}

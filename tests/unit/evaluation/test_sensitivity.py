@@ -26,7 +26,6 @@ from phantom_assets.evaluation import (
 from phantom_assets.evaluation.sensitivity import sensitivity_point
 from phantom_assets.market import MarketSpec, demo_spec
 from phantom_assets.market.columns import STEP_COLUMNS
-from phantom_assets.market.draws import engagement_strata
 from phantom_assets.market.oracle import action_totals, fixed_action_totals
 from tests.unit.evaluation.conftest import action
 
@@ -116,13 +115,10 @@ def test_the_assumption_grid_moves_one_declared_term_at_a_time(spec):
 
 
 def _class_blind(spec: MarketSpec) -> MarketSpec:
-    """f = 0.9 in the two lowest engagement strata, 0.1 above, for humans and agents alike: a
+    """f = 0.9 at the two lowest engagement levels, 0.1 above, for humans and agents alike: a
     rule that flags low engagement and knows nothing else (τ = 0.5)."""
-    strata = engagement_strata(spec.banks)
-    low = {
-        actor: strata.stratum(getattr(spec, f"{actor}_engagement")) < 2
-        for actor in ("human", "agent")
-    }
+    levels = np.unique(np.concatenate([spec.human_engagement, spec.agent_engagement]))
+    low = {actor: getattr(spec, f"{actor}_engagement") < levels[2] for actor in ("human", "agent")}
     return dataclasses.replace(
         spec,
         detector_threshold=0.5,

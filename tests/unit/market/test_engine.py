@@ -108,21 +108,27 @@ def test_actions_on_the_same_draws_differ_only_through_quotes(engine, spec):
     assert low[COLUMN["human_purchases"]] >= high[COLUMN["human_purchases"]]
 
 
-def test_decoy_scores_have_the_mix_law_within_each_engagement_stratum(spec):
+def test_decoy_scores_have_the_mix_law_within_each_engagement_stratum(make_spec):
+    # Four engagement levels, so each level is a stratum of its own: the expected law below is
+    # computed per level, without the engine's own stratification.
+    rng = np.random.default_rng(0)
+    levels = np.array([0.0, 1.0, 2.0, 3.0])
+    base = make_spec()
+    spec = make_spec(
+        human_engagement=rng.choice(levels, base.human_engagement.size),
+        agent_engagement=rng.choice(levels, base.agent_engagement.size, p=[0.4, 0.3, 0.2, 0.1]),
+    )
     human, agent = spec.banks
     share = agent_session_share(0.5, 8)
-    strata = engage_strata(spec)
-    rng = np.random.default_rng(0)
     chains = rng.integers(0, agent.size, (20_000, 8))
     engagement = (human.engagement[rng.integers(0, human.size, 20_000)], agent.engagement[chains])
-    human_f, agent_f = decoy_scores(rng, strata, share, engagement)
-    stratum = strata.stratum(agent.engagement[chains])
-    busiest = np.bincount(stratum.ravel()).argmax()
-    in_human, in_agent = (strata.stratum(b.engagement) == busiest for b in (human, agent))
-    expected = (share * agent.score[in_agent].mean() + (1 - share) * human.score[in_human].mean()
-                if in_human.any() else agent.score[in_agent].mean())  # fmt: skip
-    assert agent_f[stratum == busiest].mean() == pytest.approx(expected, abs=0.02)
+    human_f, agent_f = decoy_scores(rng, engage_strata(spec), share, engagement)
     assert human_f.shape == (20_000,) and agent_f.shape == (20_000, 8)
+    for level in levels:
+        at = agent.engagement[chains] == level
+        expected = (share * agent.score[agent.engagement == level].mean()
+                    + (1 - share) * human.score[human.engagement == level].mean())  # fmt: skip
+        assert agent_f[at].mean() == pytest.approx(expected, abs=0.02), level
 
 
 def test_a_class_blind_rule_of_engagement_is_unchanged_by_the_ablation(make_spec):

@@ -36,6 +36,9 @@ def fixed_action_profits(spec: MarketSpec) -> np.ndarray:
 
 
 UNTRAINED_SEEDS = range(5)
+# Its untrained network is far from the best fixed action for every tier, with one market or five
+# (regret 0.10-0.64 before training), so the test can see learning on the seed itself.
+TRAIN_SEED = 11
 
 
 def regret(spec: MarketSpec, tier: str, timesteps: int, seed: int = 0, envs: int = 1) -> float:
@@ -62,9 +65,12 @@ def test_each_tier_learns_near_the_best_fixed_action_and_halves_its_untrained_re
     spec, tier, envs
 ):
     untrained = float(np.mean([regret(spec, tier, 1, seed) for seed in UNTRAINED_SEEDS]))
-    trained = regret(spec, tier, BUDGETS[tier], envs=envs)
-    assert untrained > MIN_UNTRAINED_REGRET, (tier, untrained)
-    assert trained <= min(MAX_REGRET, untrained / 2), (tier, envs, trained, untrained)
+    # The same network before training must be improved on: a policy that never learned passed
+    # the comparison with the mean alone when its seed's start happened to be good (seed 0's).
+    start = regret(spec, tier, 1, TRAIN_SEED, envs)
+    trained = regret(spec, tier, BUDGETS[tier], TRAIN_SEED, envs)
+    assert untrained > MIN_UNTRAINED_REGRET and start > 0, (tier, untrained, start)
+    assert trained <= min(MAX_REGRET, untrained / 2, start / 2), (tier, envs, trained, start)
 
 
 def test_the_oracle_is_above_static_so_the_comparison_is_not_vacuous(spec):

@@ -1,12 +1,9 @@
-"""The gate's human-harm bound: a one-sided Student-t bound of the held-out mean
-(docs/method.md#promotion-gate).
+"""The plain one-sided Student-t bound of a held-out mean harm: the comparator the harm rows of the
+calibration study set beside the gate's own test (`audit.studentized.mean_tests`, whose level
+holds on the skewed layouts where this one does not; docs/statistics.md). The gate never uses it.
 
-The harm share (extra paid plus spend lost by humans vs the same action with δ = 0) is averaged
-per held-out episode seed like every gate quantity, then tested against the configured bound:
 H0: mean ≥ bound vs H1: mean < bound. The upper bound at one-sided confidence (1 + c)/2 is the
-inverted test: `upper ≤ bound` iff `p ≤ (1 − c)/2`, so the bound and the p the gate's Holm step
-uses decide alike. Per-seed harm is a spend-weighted share over thousands of shoppers, close to
-normal, which is what a t bound needs at small n (the calibration study checks its level).
+inverted test: `upper ≤ bound` iff `p ≤ (1 − c)/2`.
 """
 
 from __future__ import annotations

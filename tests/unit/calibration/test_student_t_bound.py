@@ -1,4 +1,5 @@
-"""The human-harm bound: a one-sided Student-t test and its inverted upper bound, against scipy."""
+"""The calibration study's comparator for the harm test: a one-sided Student-t test and its
+inverted upper bound, against scipy (the gate itself uses `mean_tests`: tests/unit/audit)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from phantom_assets.audit import harm_bound
+from phantom_assets.calibration.student_t_bound import harm_bound
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -51,11 +51,15 @@ class BatchInfo:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "key": self.record.key, "source": self.record.path, "demo": self.record.demo,
-            "registered_at": self.record.registered_at, "stores": list(self.stores),
-            "rows": self.rows, "quarantined": self.quarantined,
+            "key": self.record.key,
+            "source": self.record.path,
+            "demo": self.record.demo,
+            "registered_at": self.record.registered_at,
+            "stores": list(self.stores),
+            "rows": self.rows,
+            "quarantined": self.quarantined,
             "source_present": self.record.source.exists(),
-        }  # fmt: skip
+        }
 
 
 def _rows(path: Path) -> int | None:
@@ -86,18 +90,23 @@ def render_batches(infos: Iterable[BatchInfo], data_dir: Path) -> str:
         record = info.record
         source, root = record.source, data_dir.resolve()
         shown = str(source.relative_to(root) if source.is_relative_to(root) else source)
-        rows.append((
-            record.key, "demo" if record.demo else "own",
-            shown + ("" if source.exists() else " (file gone)"),
-            ",".join(info.stores) or "-", "-" if info.rows is None else f"{info.rows:,}",
-            "-" if info.quarantined is None else f"{info.quarantined:,}",
-            (record.registered_at or "-")[:19].replace("T", " "),
-        ))  # fmt: skip
+        rows.append(
+            (
+                record.key,
+                "demo" if record.demo else "own",
+                shown + ("" if source.exists() else " (file gone)"),
+                ",".join(info.stores) or "-",
+                "-" if info.rows is None else f"{info.rows:,}",
+                "-" if info.quarantined is None else f"{info.quarantined:,}",
+                (record.registered_at or "-")[:19].replace("T", " "),
+            )
+        )
     if len(rows) == 1:
         return f"no batches registered in {data_dir}"
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-                     for row in rows)  # fmt: skip
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    )
 
 
 def _move_aside(source: Path, folder: Path) -> Path:
@@ -158,15 +167,20 @@ def reset_batches(
     moved = [line for lines in done for line in lines if line.startswith("moved")]
     deleted = sum(line.startswith("deleted demo file") for lines in done for line in lines)
     kind = "demo " if demo_only else ""
-    summary = [f"dropped {len(records)} {kind}batch(es): lake partitions, registry records and "
-               f"partition keys removed; {deleted} demo file(s) deleted", *moved]  # fmt: skip
+    summary = [
+        f"dropped {len(records)} {kind}batch(es): lake partitions, registry records and "
+        f"partition keys removed; {deleted} demo file(s) deleted",
+        *moved,
+    ]
     demo = demo_dir(settings.incoming_dir)
     if demo.exists():
         shutil.rmtree(demo)
         summary.append(f"removed {demo}")
     if is_empty_root(settings):
-        summary.append("no batches left: the next `phantom run` simulates the demo again, "
-                       f"unless you drop files into {settings.incoming_dir} first")  # fmt: skip
+        summary.append(
+            "no batches left: the next `phantom run` simulates the demo again, "
+            f"unless you drop files into {settings.incoming_dir} first"
+        )
     return summary
 
 
@@ -247,18 +261,21 @@ def _store_notes(settings: Settings, files: list[Path]) -> list[str]:
         unknown = {store: n for store, n in counts.items() if store not in allowed}
         if not unknown:
             continue
-        found = ", ".join(f"{s!r} ({n:,} rows)" if s else f"missing ({n:,} rows)"
-                          for s, n in sorted(unknown.items(), key=lambda kv: -kv[1]))  # fmt: skip
+        found = ", ".join(
+            f"{s!r} ({n:,} rows)" if s else f"missing ({n:,} rows)"
+            for s, n in sorted(unknown.items(), key=lambda kv: -kv[1])
+        )
         hint = f"storeMode must be one of {', '.join(allowed)}"
         if LEGACY_STORE in unknown:
             hint += f" ('{LEGACY_STORE}' is accepted with `accept_legacy_store = true`)"
         if sum(unknown.values()) == sum(counts.values()):
-            notes.append(f"{path}: no row has a supported store: storeMode {found} will be "
-                         f"quarantined as unknown_store and the file adds 0 events; {hint}. "
-                         "Fix the column or remove the file.")  # fmt: skip
+            notes.append(
+                f"{path}: no row has a supported store: storeMode {found} will be "
+                f"quarantined as unknown_store and the file adds 0 events; {hint}. "
+                "Fix the column or remove the file."
+            )
         else:
-            notes.append(f"{path}: storeMode {found} will be quarantined as unknown_store; "
-                         f"{hint}")  # fmt: skip
+            notes.append(f"{path}: storeMode {found} will be quarantined as unknown_store; {hint}")
     return notes
 
 

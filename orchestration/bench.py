@@ -52,9 +52,11 @@ def run_phantom(args: list[str], env: dict[str, str], logs: Path) -> ChildRun:
     with stdout_path.open("w") as stdout, stderr_path.open("w") as stderr:
         started = time.perf_counter()
         child = subprocess.Popen(
-            [sys.executable, "-m", "orchestration.cli", *args], env=env, stdout=stdout,
+            [sys.executable, "-m", "orchestration.cli", *args],
+            env=env,
+            stdout=stdout,
             stderr=stderr,
-        )  # fmt: skip
+        )
         _, status, usage = os.wait4(child.pid, 0)  # waitpid would drop the resource usage
         seconds = time.perf_counter() - started
     child.returncode = os.waitstatus_to_exitcode(status)
@@ -117,12 +119,25 @@ def bench_front(
         data, home = folder / "data", folder / "dagster_home"
         folder.mkdir(parents=True, exist_ok=True)
         env = phantom_environment(data, home)
-        logger.info("simulating %d x the %s profile's subjects into %s", scale, settings.profile,
-                    data / "incoming")  # fmt: skip
+        logger.info(
+            "simulating %d x the %s profile's subjects into %s",
+            scale,
+            settings.profile,
+            data / "incoming",
+        )
         simulated = run_phantom(
-            ["simulate", "--humans", str(humans), "--agents", str(agents),
-             "--out", str(data / "incoming")], env, folder,
-        )  # fmt: skip
+            [
+                "simulate",
+                "--humans",
+                str(humans),
+                "--agents",
+                str(agents),
+                "--out",
+                str(data / "incoming"),
+            ],
+            env,
+            folder,
+        )
         logger.info("running phantom run --select %r (%d workers)", FRONT_SELECTION, workers)
         run = run_phantom(
             ["run", "--select", FRONT_SELECTION, "--workers", str(workers), "--json"], env, folder
@@ -140,9 +155,13 @@ def bench_front(
         "wall_s": round(run.seconds, 1),
         "peak_rss_mb": round(run.peak_rss_mb),
         "stages_s": stages,
-        "config": {"profile": settings.profile, "humans_per_store": humans,
-                   "agents_per_store": agents, "seed": sim.seed},
-    }  # fmt: skip
+        "config": {
+            "profile": settings.profile,
+            "humans_per_store": humans,
+            "agents_per_store": agents,
+            "seed": sim.seed,
+        },
+    }
 
 
 def bench_scale_out(
@@ -176,8 +195,10 @@ def bench_scale_out(
 
     unknown = sorted(set(policies) - set(policy_grid(settings)))
     if unknown:
-        raise ValueError(f"policies {unknown} are not in the {settings.profile} profile's grid; "
-                         f"choose from {list(policy_grid(settings))}")  # fmt: skip
+        raise ValueError(
+            f"policies {unknown} are not in the {settings.profile} profile's grid; "
+            f"choose from {list(policy_grid(settings))}"
+        )
     if store not in STORES:
         raise ValueError(f"store {store!r} is not one of {list(STORES)}")
     if workers < 1:
@@ -189,8 +210,13 @@ def bench_scale_out(
             started = time.perf_counter()
             demo.build_upstream(running, timeout=3600)
             upstream = time.perf_counter() - started
-            logger.info("launching %d partitions of %s one at a time, then all at once on %d "
-                        "Celery workers", len(policies), store, workers)  # fmt: skip
+            logger.info(
+                "launching %d partitions of %s one at a time, then all at once on %d "
+                "Celery workers",
+                len(policies),
+                store,
+                workers,
+            )
             measured = demo.measure_speedup(running, policies, store)
     return {
         "profile": settings.profile,

@@ -38,9 +38,13 @@ from phantom_assets.constants import ACTORS, STORES
 
 # Everything the automation rebuilds on the next tick (not training, evaluation, audit).
 CHEAP_LEAVES = (
-    "coi_erosion", "market_oracle", "market_sensitivity", "observed_coi",
-    "contaminated_datasets", "separability_report",
-)  # fmt: skip
+    "coi_erosion",
+    "market_oracle",
+    "market_sensitivity",
+    "observed_coi",
+    "contaminated_datasets",
+    "separability_report",
+)
 # Every ancestor: `N+key:x` is x and N levels upstream (`*x` does not combine with `or`).
 CHEAP_SELECTION = " or ".join(f"20+key:{leaf}" for leaf in CHEAP_LEAVES)
 CRON_GATED = ("trained_policies", "policy_evaluations", "benchmark_curves", "certification_report")
@@ -93,13 +97,20 @@ def bench_automation(settings: Settings, store: str, timeout_s: float) -> dict[s
                 logger.info("dropped a new %s export; waiting for the kernels", store)
                 kernels_at = _wait_for_kernels(instance, store, dropped_at, timeout_s)
                 quiet_at = _wait_until_quiet(instance, dropped_at, timeout_s)
-                runs = [r for r in instance.get_run_records() if r.create_timestamp.timestamp()
-                        >= dropped_at and not _trains(r.dagster_run)]  # fmt: skip
-                timeline = [_timeline_row(instance, r, dropped_at) for r in
-                            sorted(runs, key=lambda r: r.create_timestamp.timestamp())]  # fmt: skip
-                made = {node: times for node, times in
-                        _materializations_since(instance, dropped_at).items()
-                        if node[0] not in CRON_GATED}  # fmt: skip
+                runs = [
+                    r
+                    for r in instance.get_run_records()
+                    if r.create_timestamp.timestamp() >= dropped_at and not _trains(r.dagster_run)
+                ]
+                timeline = [
+                    _timeline_row(instance, r, dropped_at)
+                    for r in sorted(runs, key=lambda r: r.create_timestamp.timestamp())
+                ]
+                made = {
+                    node: times
+                    for node, times in _materializations_since(instance, dropped_at).items()
+                    if node[0] not in CRON_GATED
+                }
     other = [s for s in STORES if s != store]
     return {
         "store": store,
@@ -111,12 +122,16 @@ def bench_automation(settings: Settings, store: str, timeout_s: float) -> dict[s
         "timeline": timeline,
         "rerun": sorted(f"{a} [{p}]" for (a, p), times in made.items() if len(times) > 1),
         "other_store_rebuilt": sorted(
-            f"{a} [{p}]" for (a, p) in made
+            f"{a} [{p}]"
+            for (a, p) in made
             if p is not None and a != "store_warehouse" and set(p.split("|")) & set(other)
         ),
-        "config": {"profile": settings.profile, "seed": settings.simulation.seed,
-                   "quiet_s": QUIET_S},
-    }  # fmt: skip
+        "config": {
+            "profile": settings.profile,
+            "seed": settings.simulation.seed,
+            "quiet_s": QUIET_S,
+        },
+    }
 
 
 @contextlib.contextmanager
@@ -125,11 +140,24 @@ def _dagster_dev(env: dict[str, str], log: Path) -> Iterator[int]:
     port, bin_dir = free_port(), Path(sys.executable).parent
     with log.open("w") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "orchestration.devserver", str(bin_dir / "dagster"), "dev",
-             "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-            cwd=REPO_ROOT, env={**env, "PATH": f"{bin_dir}{os.pathsep}{env['PATH']}"},
-            stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "orchestration.devserver",
+                str(bin_dir / "dagster"),
+                "dev",
+                "-w",
+                "workspace.yaml",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(port),
+            ],
+            cwd=REPO_ROOT,
+            env={**env, "PATH": f"{bin_dir}{os.pathsep}{env['PATH']}"},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         wait_until_serving(port, process, log)
         yield port
@@ -148,8 +176,11 @@ def _start_sensor(name: str, env: dict[str, str]) -> None:
     while True:
         started = subprocess.run(
             [dagster, "sensor", "start", "-w", "workspace.yaml", name],
-            cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-        )  # fmt: skip
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         if started.returncode == 0:
             return
         if time.monotonic() > deadline:
@@ -173,9 +204,12 @@ def _drop_one_store_export(settings: Settings, store: str) -> Path:
     demo = settings.incoming_dir / "demo"
     demo.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=settings.data_dir) as staging:
-        (written,) = write_exports(SimulatedCorpus(events, experiments, corpus.params),
-                                   Path(staging), formats=("whoclickedit_parquet",),
-                                   prefix=f"{store}-only")  # fmt: skip
+        (written,) = write_exports(
+            SimulatedCorpus(events, experiments, corpus.params),
+            Path(staging),
+            formats=("whoclickedit_parquet",),
+            prefix=f"{store}-only",
+        )
         return Path(shutil.move(written, demo / written.name))
 
 
@@ -196,8 +230,11 @@ def _wait_until_quiet(instance: Any, since: float, timeout_s: float) -> float:
     `QUIET_S` (training the hourly cron tick may start meanwhile is not waited for)."""
     deadline = since + timeout_s
     while time.time() < deadline:
-        records = [r for r in instance.get_run_records() if r.create_timestamp.timestamp() >= since
-                   and not _trains(r.dagster_run)]  # fmt: skip
+        records = [
+            r
+            for r in instance.get_run_records()
+            if r.create_timestamp.timestamp() >= since and not _trains(r.dagster_run)
+        ]
         active = [r for r in records if not r.dagster_run.is_finished]
         last = max((r.end_time or 0.0 for r in records), default=since)
         if not active and time.time() - last >= QUIET_S:

@@ -70,9 +70,10 @@ class Replay:
 
 def _pick(report: CertificationReport, asset: str, partition: str | None) -> ArtifactRecord:
     matches = [
-        r for r in report.records
+        r
+        for r in report.records
         if r.asset == asset and (partition is None or r.partition == partition) and r.artifacts
-    ]  # fmt: skip
+    ]
     if not matches:
         raise ValueError(f"the report records no stored artifact of {asset} [{partition or '*'}]")
     return matches[0]
@@ -94,8 +95,10 @@ def replay_step(
     record = _pick(report, asset, partition)
     outside = [p for p in record.artifacts if Path(p).is_absolute()]
     if outside:
-        raise ValueError(f"{record.label}: {outside[0]} lies outside the data root the report "
-                         "was written in; replay needs artifacts inside it")  # fmt: skip
+        raise ValueError(
+            f"{record.label}: {outside[0]} lies outside the data root the report "
+            "was written in; replay needs artifacts inside it"
+        )
     with tempfile.TemporaryDirectory(prefix="phantom-replay-") as scratch:
         root = Path(scratch) / "data"
         shutil.copytree(settings.data_dir, root, ignore=shutil.ignore_patterns(*_NOT_COPIED))
@@ -135,8 +138,9 @@ class ReportLineage:
     def record(self, asset: str, partition: str) -> ArtifactRecord | None:
         found = self.records.get((asset, partition))
         if found is None:
-            raise NotInLineage(f"{asset} [{partition}] is in the data root but not in the "
-                               f"report's lineage")  # fmt: skip
+            raise NotInLineage(
+                f"{asset} [{partition}] is in the data root but not in the report's lineage"
+            )
         return found
 
     def lineage(self, asset: str, partition: str) -> list[ArtifactRecord]:
@@ -149,8 +153,9 @@ class ReportLineage:
             elif self.graph.get(key).is_materializable and key.to_user_string() != "raw_events":
                 absent.append(f"{key.to_user_string()} [{part}]")
         if absent:
-            raise NotInLineage(f"the report's lineage of {asset} [{partition}] lacks "
-                               f"{', '.join(sorted(absent))}")  # fmt: skip
+            raise NotInLineage(
+                f"the report's lineage of {asset} [{partition}] lacks {', '.join(sorted(absent))}"
+            )
         return found
 
 

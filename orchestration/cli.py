@@ -104,10 +104,17 @@ def _run(
     with dg.DagsterInstance.from_config(str(home)) as instance:
         try:
             report = run_pipeline(
-                settings, instance, selection, stores=stores, echo=logger.info,
-                run_config=run_config, workers=args.workers, verbose=args.verbose,
-                check_upstream=check_upstream, force=force,
-            )  # fmt: skip
+                settings,
+                instance,
+                selection,
+                stores=stores,
+                echo=logger.info,
+                run_config=run_config,
+                workers=args.workers,
+                verbose=args.verbose,
+                check_upstream=check_upstream,
+                force=force,
+            )
         except (MissingUpstreamError, SelectionError) as error:
             logger.error("%s", error)
             return 2, settings, {}
@@ -122,8 +129,11 @@ def _run(
         for line in skipped_lines(report.skipped):
             logger.error("%s", line)
         if report.up_to_date:
-            logger.info("%d of %d runs up to date, not rerun (--force reruns them)",
-                        len(report.up_to_date), len(report.outcomes))  # fmt: skip
+            logger.info(
+                "%d of %d runs up to date, not rerun (--force reruns them)",
+                len(report.up_to_date),
+                len(report.outcomes),
+            )
         stale = _not_rebuilt(settings, instance, report)
     return (1 if report.failed or report.skipped else 0), settings, stale
 
@@ -153,9 +163,13 @@ def _prepare_data_root(settings: Settings, selection: str | None) -> int:
             return 2
         folder = demo_dir(settings.incoming_dir)
         written = simulate_to_incoming(_simulate_params(settings), folder)
-        logger.info("empty data root: simulated the demo into %s (%d files); your own exports go "
-                    "into %s (see `phantom batches`)", folder, len(written),
-                    settings.incoming_dir)  # fmt: skip
+        logger.info(
+            "empty data root: simulated the demo into %s (%d files); your own exports go "
+            "into %s (see `phantom batches`)",
+            folder,
+            len(written),
+            settings.incoming_dir,
+        )
     errors, notes = preflight(settings)
     for note in notes:
         logger.warning("%s", note)
@@ -270,8 +284,9 @@ def _audit(settings: Settings, store: str) -> int:
         where = ", ".join(str(settings.data_dir / f) for f in first.file.split(", "))
         logger.error("tampered or missing artifact: %s (%s)", first.message, where)
         return 1
-    logger.info("verified %d files of %d records in %s", result.n_files, result.n_records,
-                settings.data_dir)  # fmt: skip
+    logger.info(
+        "verified %d files of %d records in %s", result.n_files, result.n_records, settings.data_dir
+    )
     problems = certificate_problems(settings, report)
     for problem in problems:
         logger.error("forged or stale certificate: %s", problem)
@@ -322,13 +337,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
         report_json, report_md, signature_path = _signature_files(settings, args.store)
         if not signature_path.is_file():
-            logger.error("%s: no signature (sign with `phantom certify --sign KEY`)",
-                         signature_path)  # fmt: skip
+            logger.error(
+                "%s: no signature (sign with `phantom certify --sign KEY`)", signature_path
+            )
             return 1
         try:
             signature = Signature.from_json(signature_path.read_text())
-            problem = signature_problem(Path(args.verify).read_bytes(), signature, report_json,
-                                        report_md)  # fmt: skip
+            problem = signature_problem(
+                Path(args.verify).read_bytes(), signature, report_json, report_md
+            )
         except (SigningUnavailable, ValueError, OSError) as error:
             logger.error("%s: %s", signature_path, error)
             return 2
@@ -347,8 +364,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
         if not replay.reproduces:
             logger.error(
                 "replay of %s does not reproduce: recorded %s, got %s",
-                label, replay.record.data_version, replay.reproduced_version,
-            )  # fmt: skip
+                label,
+                replay.record.data_version,
+                replay.reproduced_version,
+            )
             return 1
         logger.info("replay of %s reproduces data version %s", label, replay.reproduced_version)
     return 0
@@ -371,8 +390,11 @@ def cmd_certify(args: argparse.Namespace) -> int:
             private_path.write_bytes(private_pem)
             public_path = private_path.with_name(private_path.name + ".pub")
             write_bytes_atomic(public_pem, public_path)
-            logger.info("wrote the private key %s (keep it secret) and the public key %s",
-                        private_path, public_path)  # fmt: skip
+            logger.info(
+                "wrote the private key %s (keep it secret) and the public key %s",
+                private_path,
+                public_path,
+            )
             return 0
         if not (args.store and args.sign):
             logger.error("phantom certify: give --store and --sign KEY (or --new-key PATH)")
@@ -418,8 +440,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         policies = [p for p in args.policies.split(",") if p]
         try:
-            result = bench_scale_out(settings_from_env(), config_file_from_env(), policies,
-                                     args.store, args.workers)  # fmt: skip
+            result = bench_scale_out(
+                settings_from_env(), config_file_from_env(), policies, args.store, args.workers
+            )
         except (ValueError, RuntimeError, MissingBinaryError) as error:
             logger.error("%s", error)
             return 1
@@ -457,14 +480,17 @@ def _store_names(text: str) -> str:
 
 def _add_execution_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--workers", type=int, default=DEFAULT_WORKERS,
+        "--workers",
+        type=int,
+        default=DEFAULT_WORKERS,
         help=f"worker processes running Dagster runs in parallel (default {DEFAULT_WORKERS}; "
         "0 = in this process)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--verbose", action="store_true",
+        "--verbose",
+        action="store_true",
         help="show tool output and warnings here instead of the run log file",
-    )  # fmt: skip
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -488,10 +514,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--select", help="Dagster asset selection, e.g. '*labeled_sessions'")
     run.add_argument(
-        "--store", action="append", type=_store_names,
+        "--store",
+        action="append",
+        type=_store_names,
         help="only the partitions of this store (repeatable, or a comma list, e.g. hotel); "
         "batch and unpartitioned assets run as usual",
-    )  # fmt: skip
+    )
     run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     run.add_argument(
         "--force",
@@ -551,10 +579,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--verify", metavar="PUBKEY", help="also check report.sig against this Ed25519 public key"
     )
     audit.add_argument(
-        "--verbose", action="store_true",
+        "--verbose",
+        action="store_true",
         help="show the replay's output (Dagster's events, training lines) and warnings here "
         "instead of a log file",
-    )  # fmt: skip
+    )
     audit.set_defaults(func=cmd_audit)
 
     certify = sub.add_parser(
@@ -592,17 +621,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--studies", nargs="+", choices=STUDY_MODULES, help="calibration studies (default: all)"
     )
     bench.add_argument(
-        "--scale", type=int, default=64,
+        "--scale",
+        type=int,
+        default=64,
         help="front: multiple of the profile's subjects per store to simulate (default 64)",
-    )  # fmt: skip
+    )
     bench.add_argument(
-        "--workers", type=int, default=DEFAULT_WORKERS,
+        "--workers",
+        type=int,
+        default=DEFAULT_WORKERS,
         help="front: `phantom run --workers`; scale-out: Celery workers (one slot each)",
-    )  # fmt: skip
+    )
     bench.add_argument(
-        "--policies", default=",".join(SLICE_POLICIES),
+        "--policies",
+        default=",".join(SLICE_POLICIES),
         help="scale-out: policy keys of the slice, a comma list (default: %(default)s)",
-    )  # fmt: skip
+    )
     bench.add_argument(
         "--store",
         choices=STORES,

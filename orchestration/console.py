@@ -41,9 +41,14 @@ class WarningLog:
             self._previous = None
 
     def _show(
-        self, message: Warning | str, category: type[Warning], filename: str, lineno: int,
-        file: TextIO | None = None, line: str | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
         text = warnings.formatwarning(message, category, filename, lineno, line)
         if self.path is None:
             self.held.append(text)

@@ -108,11 +108,13 @@ def supervise(
     def on_signal(signum: int, _frame: object) -> None:
         received.append(signum)
 
-    previous = {sig: signal.signal(sig, on_signal)
-                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}  # fmt: skip
+    previous = {
+        sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    }
     try:
-        process = subprocess.Popen(list(command), start_new_session=True,
-                                   preexec_fn=_die_with_parent)  # fmt: skip
+        process = subprocess.Popen(
+            list(command), start_new_session=True, preexec_fn=_die_with_parent
+        )
         while not received and process.poll() is None:
             time.sleep(POLL_S)
         members = set(group_members(process.pid))

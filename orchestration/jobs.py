@@ -25,10 +25,13 @@ def _description(stage: Stage) -> str:
 def stage_jobs(defs: dg.Definitions) -> list[dg.UnresolvedAssetJobDefinition]:
     """One asset job per stage of the graph of `defs` (its assets and resources)."""
     return [
-        dg.define_asset_job(stage.job, selection=dg.AssetSelection.assets(*stage.keys),
-                            description=_description(stage))
+        dg.define_asset_job(
+            stage.job,
+            selection=dg.AssetSelection.assets(*stage.keys),
+            description=_description(stage),
+        )
         for stage in graph_stages(defs)
-    ]  # fmt: skip
+    ]
 
 
 def with_stage_jobs(defs: dg.Definitions) -> dg.Definitions:

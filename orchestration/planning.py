@@ -62,9 +62,24 @@ class SelectionError(ValueError):
 
 # Words of Dagster's selection syntax that are not asset names.
 _SELECTION_WORDS = frozenset(
-    {"key", "group", "tag", "kind", "owner", "code_location", "status", "column", "table_name",
-     "changed_in_branch", "and", "or", "not", "sinks", "roots"}
-)  # fmt: skip
+    {
+        "key",
+        "group",
+        "tag",
+        "kind",
+        "owner",
+        "code_location",
+        "status",
+        "column",
+        "table_name",
+        "changed_in_branch",
+        "and",
+        "or",
+        "not",
+        "sinks",
+        "roots",
+    }
+)
 
 
 def selection_error(selection: str, graph, error: Exception | None = None) -> SelectionError:
@@ -165,10 +180,13 @@ def graph_stages(defs: dg.Definitions) -> list[Stage]:
             default=0,
         )
         index = next(
-            (i for i in range(earliest, len(stages))
-             if stages[i].partitions_def == node.partitions_def),
+            (
+                i
+                for i in range(earliest, len(stages))
+                if stages[i].partitions_def == node.partitions_def
+            ),
             len(stages),
-        )  # fmt: skip
+        )
         if index == len(stages):
             stages.append(Stage((), node.partitions_def))
         stages[index] = Stage((*stages[index].keys, key), node.partitions_def)
@@ -180,8 +198,10 @@ def plan_stages(defs: dg.Definitions, selection: str | None = None) -> list[Stag
     """The selected part of every stage of the graph (`graph_stages`), empty stages left out
     (default selection: everything but the manual groups)."""
     selected = _selected_keys(defs, selection)
-    parts = [Stage(tuple(k for k in s.keys if k in selected), s.partitions_def, s.job)
-             for s in graph_stages(defs)]  # fmt: skip
+    parts = [
+        Stage(tuple(k for k in s.keys if k in selected), s.partitions_def, s.job)
+        for s in graph_stages(defs)
+    ]
     return [stage for stage in parts if stage.keys]
 
 

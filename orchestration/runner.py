@@ -176,9 +176,14 @@ class _Scheduler:
         stage = self.stages[task.stage]
         self.status[task_id] = status
         self.outcomes[task_id] = RunOutcome(
-            stage.label, task.partition, status, seconds, run_id, reason,
+            stage.label,
+            task.partition,
+            status,
+            seconds,
+            run_id,
+            reason,
             tuple(k.to_user_string() for k in stage.keys),
-        )  # fmt: skip
+        )
         if status is Status.FAILED:  # before the stage's line, which this may complete
             self.echo(f"FAILED {self.stages[task.stage].label} [{task.partition}] (run {run_id})")
         self.progress.finished(task.stage, status.value, seconds)
@@ -257,8 +262,11 @@ class _Scheduler:
                 self.running[i] = task
                 self.progress.started(task.stage)
                 tags = {**self.tags, STAGE_TAG: stage.label}
-                workers.submit(TaskRequest(i, stage.job, as_requests(stage.keys), task.partition,
-                                           tags, self.run_config))  # fmt: skip
+                workers.submit(
+                    TaskRequest(
+                        i, stage.job, as_requests(stage.keys), task.partition, tags, self.run_config
+                    )
+                )
             if not self.running and not self._ready() and len(self.status) < len(self.tasks):
                 self._skip_downstream_of_failures()
                 if not self._ready() and len(self.status) < len(self.tasks):
@@ -345,9 +353,11 @@ def run_pipeline(
     if workers > 0:
         report.log_path = None if verbose else run_log_path(settings.data_dir, session)
         setup = WorkerSetup(
-            settings.as_dict(), dict(resources or {}), instance.get_ref(),
+            settings.as_dict(),
+            dict(resources or {}),
+            instance.get_ref(),
             None if report.log_path is None else str(report.log_path),
-        )  # fmt: skip
+        )
         pool: InProcessWorker | ProcessWorkers = ProcessWorkers(workers, setup)
     else:
         pool = InProcessWorker(defs, instance)

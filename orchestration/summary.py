@@ -44,8 +44,12 @@ from phantom_assets.market.ledger import ledger_sentences
 # Unreadable or half-written optional files make a section unavailable, never the summary fail.
 _READ_ERRORS = (OSError, ValueError, KeyError, TypeError, pl.exceptions.PolarsError)
 _CLASS_OF_METRIC = {"coi_h": "human", "coi_a": "agent", "coi": "all"}
-DECLARED_PRICES = ("declared_anchor_range", "declared_products", "declared_markup",
-                   "declared_quote_noise")  # fmt: skip
+DECLARED_PRICES = (
+    "declared_anchor_range",
+    "declared_products",
+    "declared_markup",
+    "declared_quote_noise",
+)
 """The `[market]` settings a store's prices come from when its price logs cannot identify them."""
 Stale = Mapping[tuple[str, str | None], str]
 """(asset, partition) -> where a result not rebuilt by this run is from ("the run of <time>")."""
@@ -476,16 +480,22 @@ def _harm_text(harm: dict[str, Any]) -> str:
         return f"not measured on the held-out seeds (bound {bound_text})"
     if harm.get("no_spread"):
         side = "within" if bound is None or mean <= bound else "above"
-        return (f"{readable(mean)} on each of the {n} held-out seeds: {side} the bound "
-                f"{bound_text} on every seed (identical values give the test no spread: no upper "
-                "confidence bound)")  # fmt: skip
+        return (
+            f"{readable(mean)} on each of the {n} held-out seeds: {side} the bound "
+            f"{bound_text} on every seed (identical values give the test no spread: no upper "
+            "confidence bound)"
+        )
     upper = _number(harm.get("upper"))
     if upper is None:
-        return (f"mean {readable(mean)} over {n} held-out seeds, no finite upper bound: not shown "
-                f"within the bound {bound_text}")  # fmt: skip
+        return (
+            f"mean {readable(mean)} over {n} held-out seeds, no finite upper bound: not shown "
+            f"within the bound {bound_text}"
+        )
     within = "within" if harm.get("within") else "NOT within"
-    return (f"mean {readable(mean)}, one-sided upper bound {readable(upper)}: {within} the bound "
-            f"{bound_text}")  # fmt: skip
+    return (
+        f"mean {readable(mean)}, one-sided upper bound {readable(upper)}: {within} the bound "
+        f"{bound_text}"
+    )
 
 
 def _ledger_lines(summary: dict[str, Any], width: int = 96) -> list[str]:
@@ -517,8 +527,10 @@ def _observed_lines(summary: dict[str, Any], width: int = 96) -> list[str]:
     prices_ = summary.get("prices") or {}
     if prices_.get("source") == "declared":
         why = f" ({prices_['reason']})" if prices_.get("reason") else ""
-        text = (f"not measured: the store's price logs cannot identify its prices{why}; its "
-                f"prices are declared in the settings: {prices_.get('declared')}")  # fmt: skip
+        text = (
+            f"not measured: the store's price logs cannot identify its prices{why}; its "
+            f"prices are declared in the settings: {prices_.get('declared')}"
+        )
         return _wrapped(text, width, "  observed COI   ", " " * 17)
     if not summary.get("observed_coi"):
         return []
@@ -535,9 +547,15 @@ def _observed_lines(summary: dict[str, Any], width: int = 96) -> list[str]:
     return _wrapped(text, width, "  observed COI   ", " " * 17)
 
 
-_LABELS = {"demand": "demand", "agent_ledger": "agent ledger", "separability": "separability",
-           "coi_erosion": "COI erosion", "prices": "prices", "observed_coi": "observed COI",
-           "certification": "certificate"}  # fmt: skip
+_LABELS = {
+    "demand": "demand",
+    "agent_ledger": "agent ledger",
+    "separability": "separability",
+    "coi_erosion": "COI erosion",
+    "prices": "prices",
+    "observed_coi": "observed COI",
+    "certification": "certificate",
+}
 
 
 def _stale_lines(summary: dict[str, Any], *names: str) -> list[str]:
@@ -575,8 +593,9 @@ def render_summary(settings: Settings, summary: dict[str, Any] | None = None) ->
     for warning in summary["batch_warnings"]:
         lines += _wrapped(warning, 96, "WARNING: batch ", "    ")
     stale = summary.get("sessions_stale")
-    lines.append("sessions per store and class" + (
-        f" (stale: from {stale}, not rebuilt):" if stale else ":"))  # fmt: skip
+    lines.append(
+        "sessions per store and class" + (f" (stale: from {stale}, not rebuilt):" if stale else ":")
+    )
     if not summary["sessions"]:
         lines.append("  (warehouse not built)")
     for row in summary["sessions"]:

@@ -143,9 +143,13 @@ class BatchRegistry:
         modified = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
         when = None if registered_at is None else registered_at.astimezone(UTC).isoformat()
         record = BatchRecord(
-            batch_key(digest, modified), source, digest, path.stat().st_size,
-            registered_at=when, demo=demo,
-        )  # fmt: skip
+            batch_key(digest, modified),
+            source,
+            digest,
+            path.stat().st_size,
+            registered_at=when,
+            demo=demo,
+        )
         self._write(record)
         return record, True
 

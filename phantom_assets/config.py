@@ -174,21 +174,29 @@ class AgentsConfig:
         for name, grid in grids.items():
             if not grid or any(not 0.0 <= a <= 1.0 for a in grid):
                 raise ValueError(f"[agents] {name} must be a non-empty list in [0, 1]: {grid!r}")
-        ks = {"k_grid": self.k_grid, "erosion_k_grid": self.erosion_k_grid,
-              "robust_k_set": self.robust_k_set}  # fmt: skip
+        ks = {
+            "k_grid": self.k_grid,
+            "erosion_k_grid": self.erosion_k_grid,
+            "robust_k_set": self.robust_k_set,
+        }
         for name, grid in ks.items():
             if not grid or any(int(k) != k or k < 1 for k in grid):
                 raise ValueError(f"[agents] {name} must be a non-empty list of K >= 1: {grid!r}")
         if self.nominal_k < 1 or self.robust_alpha_candidates < 1:
-            raise ValueError(f"[agents] nominal_k and robust_alpha_candidates must be >= 1: "
-                             f"{self.nominal_k!r}, {self.robust_alpha_candidates!r}")  # fmt: skip
+            raise ValueError(
+                f"[agents] nominal_k and robust_alpha_candidates must be >= 1: "
+                f"{self.nominal_k!r}, {self.robust_alpha_candidates!r}"
+            )
         radii = (self.ambiguity_radius_w1, self.stress_radius, self.train_alpha_radius)
         if min(radii) < 0:
-            raise ValueError(f"[agents] ambiguity_radius_w1, stress_radius and train_alpha_radius "
-                             f"must be >= 0: {radii!r}")  # fmt: skip
+            raise ValueError(
+                f"[agents] ambiguity_radius_w1, stress_radius and train_alpha_radius "
+                f"must be >= 0: {radii!r}"
+            )
         if self.train_law not in TRAINING_LAWS:
-            raise ValueError(f"[agents] train_law must be one of {TRAINING_LAWS}, got "
-                             f"{self.train_law!r}")  # fmt: skip
+            raise ValueError(
+                f"[agents] train_law must be one of {TRAINING_LAWS}, got {self.train_law!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -291,19 +299,26 @@ class MarketConfig:
         if self.bank not in MARKET_BANKS:
             raise ValueError(f"[market] bank must be one of {MARKET_BANKS}, got {self.bank!r}")
         if not 0.0 <= self.cost_share < 1.0 < self.price_cap:
-            raise ValueError(f"[market] need 0 <= cost_share < 1 < price_cap, got "
-                             f"{self.cost_share!r}, {self.price_cap!r}")  # fmt: skip
+            raise ValueError(
+                f"[market] need 0 <= cost_share < 1 < price_cap, got "
+                f"{self.cost_share!r}, {self.price_cap!r}"
+            )
         laws = (self.agent_valuation, *self.sensitivity_agent_valuations)
         if any(law not in AGENT_VALUATIONS for law in laws):
-            raise ValueError(f"[market] agent_valuation and sensitivity_agent_valuations must be "
-                             f"in {AGENT_VALUATIONS}, got {laws!r}")  # fmt: skip
+            raise ValueError(
+                f"[market] agent_valuation and sensitivity_agent_valuations must be "
+                f"in {AGENT_VALUATIONS}, got {laws!r}"
+            )
         if self.valuation_sd <= 0 or not 0 < self.declared_in_market <= 1:
-            raise ValueError(f"[market] need valuation_sd > 0 and 0 < declared_in_market <= 1, "
-                             f"got {self.valuation_sd!r}, {self.declared_in_market!r}")  # fmt: skip
+            raise ValueError(
+                f"[market] need valuation_sd > 0 and 0 < declared_in_market <= 1, "
+                f"got {self.valuation_sd!r}, {self.declared_in_market!r}"
+            )
         if self.store_replicates < 2 or self.min_price_variation < 0:
             values = (self.store_replicates, self.min_price_variation)
-            raise ValueError(f"[market] need store_replicates >= 2 and min_price_variation >= 0,"
-                             f" got {values!r}")  # fmt: skip
+            raise ValueError(
+                f"[market] need store_replicates >= 2 and min_price_variation >= 0, got {values!r}"
+            )
         costs, caps = self.sensitivity_cost_shares, self.sensitivity_price_caps
         shares = self.sensitivity_in_market
         if (
@@ -311,8 +326,10 @@ class MarketConfig:
             or any(c <= 1 for c in caps)
             or any(not 0 < p <= 1 for p in shares)
         ):
-            raise ValueError("[market] sensitivity cost shares must be in [0, 1), caps > 1 and "
-                             "in-market shares in (0, 1]")  # fmt: skip
+            raise ValueError(
+                "[market] sensitivity cost shares must be in [0, 1), caps > 1 and "
+                "in-market shares in (0, 1]"
+            )
 
 
 @dataclass(frozen=True)
@@ -352,8 +369,10 @@ class TrainingConfig:
             raise ValueError(f"[training] envs must be >= 1, got {self.envs!r}")
         missing = [tier for tier in GATE_REFERENCE_TIERS if tier not in self.tiers]
         if missing:
-            raise ValueError(f"[training] tiers must include {missing}: the certificate compares "
-                             f"every candidate with them")  # fmt: skip
+            raise ValueError(
+                f"[training] tiers must include {missing}: the certificate compares "
+                f"every candidate with them"
+            )
 
 
 @dataclass(frozen=True)
@@ -391,8 +410,10 @@ class EvaluationConfig:
         selection = range(self.seed, self.seed + self.episodes)
         test = range(self.test_seed, self.test_seed + self.test_episodes)
         if selection.start < test.stop and test.start < selection.stop:
-            raise ValueError(f"evaluation seeds {selection} and held-out test seeds {test} "
-                             f"overlap; move test_seed")  # fmt: skip
+            raise ValueError(
+                f"evaluation seeds {selection} and held-out test seeds {test} "
+                f"overlap; move test_seed"
+            )
 
     @property
     def selection_seeds(self) -> tuple[int, ...]:
@@ -498,8 +519,13 @@ _STUDY_OVERRIDES: dict[str, dict[str, Any]] = {
 
 
 # What a value of each annotated field type must be, as the error message names it.
-_EXPECTED = {bool: "true or false", int: "an integer", float: "a number", str: "a string",
-             Path: "a path (a string)"}  # fmt: skip
+_EXPECTED = {
+    bool: "true or false",
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    Path: "a path (a string)",
+}
 _ACCEPTED: dict[Any, Any] = {bool: bool, int: int, float: int | float, str: str, Path: str | Path}
 
 

@@ -61,9 +61,12 @@ class BuiltPipeline:
     @property
     def env(self) -> dict[str, str]:
         """The environment `phantom` commands on this root run with."""
-        return {**os.environ, "PHANTOM_DATA_DIR": str(self.data_dir),
-                "DAGSTER_HOME": str(self.dagster_home),
-                "PHANTOM_CONFIG": str(self.config_file)}  # fmt: skip
+        return {
+            **os.environ,
+            "PHANTOM_DATA_DIR": str(self.data_dir),
+            "DAGSTER_HOME": str(self.dagster_home),
+            "PHANTOM_CONFIG": str(self.config_file),
+        }
 
     @property
     def returncode(self) -> int:
@@ -85,8 +88,14 @@ class BuiltPipeline:
 
     def phantom(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
         """Run `phantom ARGS` on this root."""
-        return subprocess.run([PHANTOM, *args], cwd=REPO_ROOT, env=self.env, capture_output=True,
-                              text=True, timeout=timeout)  # fmt: skip
+        return subprocess.run(
+            [PHANTOM, *args],
+            cwd=REPO_ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
     def copy_to(self, folder: Path) -> BuiltPipeline:
         """A private copy to change (lake, warehouse, instance and config; the run's output).
@@ -96,8 +105,12 @@ class BuiltPipeline:
         (SQLite's backup API, the log included), the log files themselves not at all.
         """
         target = Path(folder) / "built"
-        shutil.copytree(self.root, target, copy_function=_copy_snapshot,
-                        ignore=shutil.ignore_patterns(*SQLITE_LOGS))  # fmt: skip
+        shutil.copytree(
+            self.root,
+            target,
+            copy_function=_copy_snapshot,
+            ignore=shutil.ignore_patterns(*SQLITE_LOGS),
+        )
         return BuiltPipeline(target)
 
 

@@ -15,8 +15,12 @@ def _parse_manifest_if_stale() -> None:
     """`@dbt_assets` needs a current manifest when definitions are built; `make setup` makes it,
     plain pytest too (again whenever a model or YAML file is newer than the manifest)."""
     project = MANIFEST.parents[1]
-    sources = [*project.glob("models/**/*"), *project.glob("*.yml"), *project.glob("macros/**/*"),
-               *project.glob("tests/**/*")]  # fmt: skip
+    sources = [
+        *project.glob("models/**/*"),
+        *project.glob("*.yml"),
+        *project.glob("macros/**/*"),
+        *project.glob("tests/**/*"),
+    ]
     newest = max((p.stat().st_mtime for p in sources if p.is_file()), default=0.0)
     if MANIFEST.exists() and MANIFEST.stat().st_mtime >= newest:
         return

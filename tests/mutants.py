@@ -112,8 +112,8 @@ MUTANTS = (
         name="missing_evaluation_refusal_removed",
         description="a candidate whose evaluation is missing no longer blocks certification",
         path="phantom_assets/assets/audit.py",
-        old="policy: [*incomplete, *failed_blocking_checks(",
-        new="policy: [*failed_blocking_checks(",
+        old="            *incomplete,\n",
+        new="",
         tests=(
             f"{TEST_DEFENSE}test_a_grid_with_a_candidates_evaluation_missing_is_not_certified"
             "_and_says_which",

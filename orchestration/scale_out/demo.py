@@ -79,10 +79,14 @@ def build_upstream(running: Deployment, timeout: float = 600.0) -> None:
     log = running.root / "upstream.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [venv_script("phantom"), "run", "--select", UPSTREAM], env=child_env(running.env),
-            cwd=REPO_ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            [venv_script("phantom"), "run", "--select", UPSTREAM],
+            env=child_env(running.env),
+            cwd=REPO_ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             start_new_session=True,
-        )  # fmt: skip
+        )
         finish([(process, log)], "phantom run (upstream)", timeout)
 
 
@@ -111,11 +115,21 @@ def materialize_slice(
     flags = [] if tiny_budgets else [CONFIGURED_BUDGETS]
     with open(log, "wb") as out:  # the child keeps its own copy of the descriptor
         process = subprocess.Popen(
-            [sys.executable, "-m", "orchestration.scale_out.demo", "launch", *flags,
-             *[slice_partition(p, store) for p in policies]],
-            env=child_env(running.env), cwd=REPO_ROOT, stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "orchestration.scale_out.demo",
+                "launch",
+                *flags,
+                *[slice_partition(p, store) for p in policies],
+            ],
+            env=child_env(running.env),
+            cwd=REPO_ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     finish([(process, log)], "slice launcher", timeout)
 
 
@@ -134,9 +148,12 @@ def _execute_partition(partition: str, run_config: dict[str, object]) -> None:
     tags = job.get_tags_for_partition_key(partition, selected_asset_keys=None)
     with dg.DagsterInstance.get() as instance:
         result = dg.execute_job(
-            repo.get_reconstructable_job(SLICE_JOB), instance, run_config=run_config,
-            tags=tags, raise_on_error=False,
-        )  # fmt: skip
+            repo.get_reconstructable_job(SLICE_JOB),
+            instance,
+            run_config=run_config,
+            tags=tags,
+            raise_on_error=False,
+        )
     print(f"{partition}: run {result.run_id} {'succeeded' if result.success else 'FAILED'}")
     sys.exit(0 if result.success else 1)
 
@@ -190,12 +207,14 @@ def measure_speedup(
     alone = {}
     for i, (policy, key) in enumerate(zip(policies, keys, strict=True)):
         started = time.perf_counter()
-        materialize_slice(running, [policy], timeout, store, tiny_budgets=False,
-                          log_name=f"launch-alone-{i}.log")  # fmt: skip
+        materialize_slice(
+            running, [policy], timeout, store, tiny_budgets=False, log_name=f"launch-alone-{i}.log"
+        )
         alone[key] = time.perf_counter() - started
     started = time.perf_counter()
-    materialize_slice(running, policies, timeout, store, tiny_budgets=False,
-                      log_name="launch-together.log")  # fmt: skip
+    materialize_slice(
+        running, policies, timeout, store, tiny_budgets=False, log_name="launch-together.log"
+    )
     together = time.perf_counter() - started
     with open_instance(running.dagster_home, running.postgres) as instance:
         workers = {p.worker for p in step_placements(instance, keys)}
@@ -250,17 +269,25 @@ def data_versions(
 
 def _show_slice(d: Deployment, elapsed) -> None:
     """Build the upstream, run the slice on the Celery workers, print where each step ran."""
-    print(f"{elapsed()} postgres 127.0.0.1:{d.postgres.port} (Dagster storage; "
-          f"DAGSTER_HOME {d.dagster_home})")  # fmt: skip
+    print(
+        f"{elapsed()} postgres 127.0.0.1:{d.postgres.port} (Dagster storage; "
+        f"DAGSTER_HOME {d.dagster_home})"
+    )
     print(f"{elapsed()} redis    {d.broker_url} (Celery broker and result backend)")
     for w in d.workers:
         print(f"{elapsed()} worker   {w.name}: pid {w.process.pid}, -c 1, log {w.log.name}")
-    print(f"{elapsed()} upstream phantom run --select '{UPSTREAM}' into PHANTOM_DATA_DIR "
-          f"{d.data_dir}", flush=True)  # fmt: skip
+    print(
+        f"{elapsed()} upstream phantom run --select '{UPSTREAM}' into PHANTOM_DATA_DIR "
+        f"{d.data_dir}",
+        flush=True,
+    )
     build_upstream(d)
     selection = ",".join(SLICE_ASSETS)
-    print(f"{elapsed()} slice    {len(SLICE_POLICIES)} runs of {SLICE_JOB} ({selection}) "
-          "at once on the Celery executor", flush=True)  # fmt: skip
+    print(
+        f"{elapsed()} slice    {len(SLICE_POLICIES)} runs of {SLICE_JOB} ({selection}) "
+        "at once on the Celery executor",
+        flush=True,
+    )
     materialize_slice(d)
     keys = [slice_partition(p) for p in SLICE_POLICIES]
     with open_instance(d.dagster_home, d.postgres) as instance:
@@ -268,8 +295,11 @@ def _show_slice(d: Deployment, elapsed) -> None:
     print(f"{elapsed()} done\n\n{'partition':<26} {'step':<20} {'celery worker':<24} pid")
     for p in placements:
         print(f"{p.partition:<26} {p.step:<20} {p.worker:<24} {p.pid}")
-    print(f"\n{len({p.pid for p in placements})} worker processes ran "
-          f"{len(placements)} steps; stopping the deployment", flush=True)  # fmt: skip
+    print(
+        f"\n{len({p.pid for p in placements})} worker processes ran "
+        f"{len(placements)} steps; stopping the deployment",
+        flush=True,
+    )
 
 
 def keep_logs(root: Path, target: Path) -> list[Path]:
@@ -295,8 +325,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         configured = args[1:2] == [CONFIGURED_BUDGETS]
         return launch(args[1 + configured :], {} if configured else SLICE_RUN_CONFIG)
     if args:
-        print(f"usage: python -m orchestration.scale_out.demo [launch [{CONFIGURED_BUDGETS}] "
-              "PARTITION...]", file=sys.stderr)  # fmt: skip
+        print(
+            f"usage: python -m orchestration.scale_out.demo [launch [{CONFIGURED_BUDGETS}] "
+            "PARTITION...]",
+            file=sys.stderr,
+        )
         return 2
     try:
         binaries = find_binaries()

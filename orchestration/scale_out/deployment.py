@@ -170,17 +170,62 @@ def postgres_server(bin_dir: Path, timeout: float = 60.0) -> Iterator[Postgres]:
         if os.geteuid() == 0:
             for path in (folder, password_file):
                 shutil.chown(path, "postgres", "postgres")
-        _run(_as_postgres_user([bin_dir / "initdb", "-D", data, "-U", PG_USER, "--pwfile",
-                                password_file, "--auth=scram-sha-256", "-E", "UTF8",
-                                "--no-sync"]), "initdb", timeout)  # fmt: skip
+        _run(
+            _as_postgres_user(
+                [
+                    bin_dir / "initdb",
+                    "-D",
+                    data,
+                    "-U",
+                    PG_USER,
+                    "--pwfile",
+                    password_file,
+                    "--auth=scram-sha-256",
+                    "-E",
+                    "UTF8",
+                    "--no-sync",
+                ]
+            ),
+            "initdb",
+            timeout,
+        )
         options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-        _run(_as_postgres_user([bin_dir / "pg_ctl", "-D", data, "-l", folder / "server.log",
-                                "-o", options, "-w", "-t", str(int(timeout)), "start"]),
-             "pg_ctl start", timeout + 10)  # fmt: skip
+        _run(
+            _as_postgres_user(
+                [
+                    bin_dir / "pg_ctl",
+                    "-D",
+                    data,
+                    "-l",
+                    folder / "server.log",
+                    "-o",
+                    options,
+                    "-w",
+                    "-t",
+                    str(int(timeout)),
+                    "start",
+                ]
+            ),
+            "pg_ctl start",
+            timeout + 10,
+        )
         try:
             env = {"PATH": os.defpath, "PGPASSWORD": PG_PASSWORD}
-            _run([str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", PG_USER,
-                  PG_DB], "createdb", timeout, env=env)  # fmt: skip
+            _run(
+                [
+                    str(bin_dir / "createdb"),
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    str(port),
+                    "-U",
+                    PG_USER,
+                    PG_DB,
+                ],
+                "createdb",
+                timeout,
+                env=env,
+            )
             yield Postgres(port, folder)
         finally:
             _stop_postgres(bin_dir, data)
@@ -253,10 +298,23 @@ def redis_server(redis_bin: Path, folder: Path, timeout: float = 30.0) -> Iterat
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "redis.log", "wb") as log:
         process = subprocess.Popen(
-            [str(redis_bin), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(folder)],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+            [
+                str(redis_bin),
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(folder),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
         try:
             _wait(lambda: _redis_answers(port), "redis-server", timeout, process)
             yield f"redis://127.0.0.1:{port}/0"
@@ -339,15 +397,37 @@ def celery_workers(
             name, log = f"phantom-{index}", folder / f"worker-{index}.log"
             logs.append(open(log, "wb"))  # closed in `finally`
             process = subprocess.Popen(
-                [venv_script("dagster-celery"), "worker", "start", "-A", "dagster_celery.app",
-                 "-y", str(WORKER_CONFIG), "-n", name, "--loglevel", "INFO", "--", "-c", "1"],
-                env=child_env(env), cwd=REPO_ROOT, stdout=logs[-1], stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True,
-            )  # fmt: skip
+                [
+                    venv_script("dagster-celery"),
+                    "worker",
+                    "start",
+                    "-A",
+                    "dagster_celery.app",
+                    "-y",
+                    str(WORKER_CONFIG),
+                    "-n",
+                    name,
+                    "--loglevel",
+                    "INFO",
+                    "--",
+                    "-c",
+                    "1",
+                ],
+                env=child_env(env),
+                cwd=REPO_ROOT,
+                stdout=logs[-1],
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             workers.append(Worker(name, process, log))
         for worker in workers:
-            _wait(lambda w=worker: _worker_ready(w.log, w.name), f"celery worker {worker.name} "
-                  f"(log {worker.log})", timeout, worker.process)  # fmt: skip
+            _wait(
+                lambda w=worker: _worker_ready(w.log, w.name),
+                f"celery worker {worker.name} (log {worker.log})",
+                timeout,
+                worker.process,
+            )
         yield tuple(workers)
     finally:
         for worker in workers:
@@ -396,8 +476,10 @@ def finish(launched: Sequence[tuple[subprocess.Popen, Path]], what: str, timeout
         for process, _ in launched:
             process.wait(max(deadline - time.monotonic(), 0.1))
     except subprocess.TimeoutExpired as e:
-        raise TimeoutError(f"{what} did not finish within {timeout:.0f}s; logs: "
-                           f"{[str(log) for _, log in launched]}") from e  # fmt: skip
+        raise TimeoutError(
+            f"{what} did not finish within {timeout:.0f}s; logs: "
+            f"{[str(log) for _, log in launched]}"
+        ) from e
     finally:
         for process, _ in launched:
             _terminate(process, grace=5.0, group=True)

@@ -82,12 +82,14 @@ class InstanceLineage:
         return stale_status_resolver(self.instance, self.graph)
 
     def lineage(self, asset: str, partition: str) -> list[ArtifactRecord]:
-        return collect_lineage(self.instance, self.graph, dg.AssetKey(asset), partition,
-                               self._resolver)  # fmt: skip
+        return collect_lineage(
+            self.instance, self.graph, dg.AssetKey(asset), partition, self._resolver
+        )
 
     def record(self, asset: str, partition: str) -> ArtifactRecord | None:
-        return collect_record(self.instance, self.graph, dg.AssetKey(asset), partition,
-                              self._resolver)  # fmt: skip
+        return collect_record(
+            self.instance, self.graph, dg.AssetKey(asset), partition, self._resolver
+        )
 
 
 def store_policy_key(store: str, policy: str) -> str:
@@ -116,16 +118,20 @@ def derive_certificate(
     evaluated = sorted(set(stress["policy"].unique()))
     missing = sorted(set(grid) - set(evaluated))
     if baseline in missing or static in missing:
-        raise dg.Failure(f"{store}: no stress evaluations of the references "
-                         f"{[p for p in (baseline, static) if p in missing]}: materialize "
-                         f"policy_evaluations for them")  # fmt: skip
+        raise dg.Failure(
+            f"{store}: no stress evaluations of the references "
+            f"{[p for p in (baseline, static) if p in missing]}: materialize "
+            f"policy_evaluations for them"
+        )
     # A candidate the grid configures but that was never evaluated (or failed) could have won:
     # certifying without it would certify the best of an incomplete grid.
-    incomplete = [f"policy_evaluations [{store}|{p}]: missing (never materialized or failed)"
-                  for p in missing]  # fmt: skip
+    incomplete = [
+        f"policy_evaluations [{store}|{p}]: missing (never materialized or failed)" for p in missing
+    ]
     cfg = settings.evaluation
-    tested = select_candidates(stress, baseline, [static], cfg.max_human_harm,
-                               cfg.gate_candidates, STRESS_METRIC)  # fmt: skip
+    tested = select_candidates(
+        stress, baseline, [static], cfg.max_human_harm, cfg.gate_candidates, STRESS_METRIC
+    )
     references = (baseline, static)
     lineage = {
         policy: source.lineage("policy_evaluations", store_policy_key(store, policy))
@@ -139,48 +145,79 @@ def derive_certificate(
     # wait for their retraining) would make the certificate mix versions: it cannot pass.
     cites = {**lineage, **cited_markets}
     failed = {
-        policy: [*incomplete, *failed_blocking_checks(_records(lineage, (policy, *references))),
-                 *stale_records(_records(cites, (policy, *references, *cited_markets)))]
+        policy: [
+            *incomplete,
+            *failed_blocking_checks(_records(lineage, (policy, *references))),
+            *stale_records(_records(cites, (policy, *references, *cited_markets))),
+        ]
         for policy in tested["policy"]
-    }  # fmt: skip
-    decision = promotion_gate(stress, baseline=baseline, static=static, failed_checks=failed,
-                              rng=np.random.default_rng(GATE_SEED),
-                              max_human_harm=cfg.max_human_harm, metric=STRESS_METRIC,
-                              n_candidates=cfg.gate_candidates)  # fmt: skip
+    }
+    decision = promotion_gate(
+        stress,
+        baseline=baseline,
+        static=static,
+        failed_checks=failed,
+        rng=np.random.default_rng(GATE_SEED),
+        max_human_harm=cfg.max_human_harm,
+        metric=STRESS_METRIC,
+        n_candidates=cfg.gate_candidates,
+    )
     sensitivity = settings.lake.sensitivity_dir(store) / SENSITIVITY_FILE
     spec = MarketSpec.load(settings.lake.market_dir(store))
     assumptions = certificate_assumptions(
-        pl.read_parquet(sensitivity) if sensitivity.exists() else None, decision.certified,
+        pl.read_parquet(sensitivity) if sensitivity.exists() else None,
+        decision.certified,
         spec.sources,
-    )  # fmt: skip
+    )
     ledger_path = settings.lake.oracle_dir(store) / LEDGER_FILE
-    ledger = (pl.read_parquet(ledger_path).filter(pl.col("k") == spec.nominal_k)
-              .with_columns(pl.selectors.float().fill_nan(None)).to_dicts()
-              if ledger_path.exists() else [])  # fmt: skip
+    ledger = (
+        pl.read_parquet(ledger_path)
+        .filter(pl.col("k") == spec.nominal_k)
+        .with_columns(pl.selectors.float().fill_nan(None))
+        .to_dicts()
+        if ledger_path.exists()
+        else []
+    )
     # Everything the certificate decides from or cites is in its hashed lineage: every tested
     # candidate's and reference's lineage, every evaluation the selection ranked, the sensitivity
     # grid and the ledger (with the market they were computed on).
     cited = {
         **{p: lineage[p] for p in lineage},
-        **{p: [r] for p in evaluated if p not in lineage
-           if (r := source.record("policy_evaluations", store_policy_key(store, p)))},
+        **{
+            p: [r]
+            for p in evaluated
+            if p not in lineage
+            if (r := source.record("policy_evaluations", store_policy_key(store, p)))
+        },
         **cited_markets,
-    }  # fmt: skip
+    }
     # Artifact paths relative to the data root: the report stays valid in a copied root.
     records = [r.relative_to(settings.data_dir) for r in _records(cited, list(cited))]
     report = CertificationReport(
-        store=store, policy=decision.candidate, certified=decision.certified,
-        reasons=decision.reasons, records=tuple(records),
-        gate={**decision.to_dict(), "assumptions": assumptions,
-              "ledger": {"k": spec.nominal_k, "rows": ledger,
-                         "reading": ledger_sentences(ledger, spec.nominal_k)},
-              "candidate_set": [p for p in grid if p not in references],
-              "missing_evaluations": missing},
+        store=store,
+        policy=decision.candidate,
+        certified=decision.certified,
+        reasons=decision.reasons,
+        records=tuple(records),
+        gate={
+            **decision.to_dict(),
+            "assumptions": assumptions,
+            "ledger": {
+                "k": spec.nominal_k,
+                "rows": ledger,
+                "reading": ledger_sentences(ledger, spec.nominal_k),
+            },
+            "candidate_set": [p for p in grid if p not in references],
+            "missing_evaluations": missing,
+        },
         config=settings.as_dict(),
-        seeds={"gate": GATE_SEED, "selection": list(decision.selection_seeds),
-               "test": list(decision.test_seeds)},
+        seeds={
+            "gate": GATE_SEED,
+            "selection": list(decision.selection_seeds),
+            "test": list(decision.test_seeds),
+        },
         environment=environment,
-    )  # fmt: skip
+    )
     return report, decision
 
 
@@ -208,8 +245,9 @@ def certification_report(
     write_bytes_atomic(certificate.encode(), folder / REPORT_MD_FILE)
     version, artifacts = artifact_version(folder / REPORT_FILE, folder / REPORT_MD_FILE)
     gate = report.gate
-    context.log.info(f"{store}: {report.policy} "
-                     f"{'CERTIFIED' if report.certified else 'not certified'}")  # fmt: skip
+    context.log.info(
+        f"{store}: {report.policy} {'CERTIFIED' if report.certified else 'not certified'}"
+    )
     return dg.MaterializeResult(
         data_version=version,
         metadata={

@@ -48,8 +48,10 @@ def field_descriptions(cls: type, names: Iterable[str] | None = None) -> dict[st
     names = list(names) if names is not None else _field_names(cls)
     missing = [name for name in names if name not in found]
     if missing:
-        raise ValueError(f"{cls.__name__}'s docstring does not describe {missing} under "
-                         "`Attributes:`; every field is shown in the launchpad")  # fmt: skip
+        raise ValueError(
+            f"{cls.__name__}'s docstring does not describe {missing} under "
+            "`Attributes:`; every field is shown in the launchpad"
+        )
     return {name: " ".join(found[name]) for name in names}
 
 

@@ -114,9 +114,14 @@ def contaminated_datasets(context: dg.AssetExecutionContext, storage: StorageRes
     frame = contaminate(humans, agent.full.probs, alpha, params, rng, scorer)
     frame = frame.with_columns(f_method=pl.lit(calibration.method))
     reference = reference_agent_f(agent.full.probs, params, scorer, reference_rng(cfg.seed, store))
-    report = alpha_hat_report(frame, humans, reference, read_labeled_f(lake, store),
-                              AlphaHatParams(n_boot=settings.fingerprint.bootstrap_draws),
-                              np.random.default_rng([*entropy, BOOTSTRAP_STREAM]))  # fmt: skip
+    report = alpha_hat_report(
+        frame,
+        humans,
+        reference,
+        read_labeled_f(lake, store),
+        AlphaHatParams(n_boot=settings.fingerprint.bootstrap_draws),
+        np.random.default_rng([*entropy, BOOTSTRAP_STREAM]),
+    )
     paths = write_contaminated_dataset(
         frame, demand_proxy(frame), report, lake.contaminated_dir(store, alpha)
     )

@@ -88,8 +88,11 @@ def dbt_test_description(node: Mapping[str, Any]) -> str:
     generic = node.get("test_metadata") or {}
     kwargs, column = generic.get("kwargs", {}), f"`{node.get('column_name')}`"
     values = kwargs.get("values")
-    allowed = (", ".join(f"`{v}`" for v in values) if isinstance(values, list)
-               else f"the values of the dbt var `{_unquoted(str(values))}`")  # fmt: skip
+    allowed = (
+        ", ".join(f"`{v}`" for v in values)
+        if isinstance(values, list)
+        else f"the values of the dbt var `{_unquoted(str(values))}`"
+    )
     sentences = {
         "not_null": f"{column} is never null.",
         "unique": f"{column} is unique: one row per value.",

@@ -95,21 +95,44 @@ def forward_progress(context: dg.AssetExecutionContext) -> Iterator[None]:
 
 
 def _tracked_training(
-    key: PolicyKey, spec: MarketSpec, params: TrainingParams, seed: int, store: str,
-    tracking: ExperimentTrackingResource, reference_action: int, law: EpisodeLaw,
-) -> tuple[TrainedPolicy, str | None]:  # fmt: skip
+    key: PolicyKey,
+    spec: MarketSpec,
+    params: TrainingParams,
+    seed: int,
+    store: str,
+    tracking: ExperimentTrackingResource,
+    reference_action: int,
+    law: EpisodeLaw,
+) -> tuple[TrainedPolicy, str | None]:
     """`train_policy` inside an optional W&B run (config, live metrics, hyperparameters); returns
     the policy and the run's URL (offline: its run directory), None when untracked. A training
     that raises marks the run failed."""
     mode = None if key.mode == HEURISTIC_MODE else key.mode
-    config = {"store": store, "policy": key.key, "tier": key.tier, "mode": key.mode,
-              "alpha": key.alpha, "seed": seed, **params.as_dict()}  # fmt: skip
+    config = {
+        "store": store,
+        "policy": key.key,
+        "tier": key.tier,
+        "mode": key.mode,
+        "alpha": key.alpha,
+        "seed": seed,
+        **params.as_dict(),
+    }
     init = tracking.init_kwargs() if tracking.enabled else {}
     init.update(name=f"{store}-{key.key}-s{seed}", group=store, job_type="train")
-    with wandb_run(config, enabled=tracking.enabled, project=tracking.project,
-                   api_key=tracking.api_key, **init) as run:  # fmt: skip
-        trained = train_policy(key.tier, mode, spec, key.alpha, params, seed, run=run,
-                               reference_action=reference_action, law=law)  # fmt: skip
+    with wandb_run(
+        config, enabled=tracking.enabled, project=tracking.project, api_key=tracking.api_key, **init
+    ) as run:
+        trained = train_policy(
+            key.tier,
+            mode,
+            spec,
+            key.alpha,
+            params,
+            seed,
+            run=run,
+            reference_action=reference_action,
+            law=law,
+        )
         if run is None:
             return trained, None
         run.summary["hyperparameters"] = trained.hyperparameters
@@ -135,8 +158,10 @@ def trained_policies(
     params = config.params(settings.training)
     law = training_law(settings.agents, key.alpha)
     with forward_progress(context):
-        tracked = [_tracked_training(key, spec, params, seed, store, experiment_tracking, reference,
-                                     law) for seed in settings.training.seeds]  # fmt: skip
+        tracked = [
+            _tracked_training(key, spec, params, seed, store, experiment_tracking, reference, law)
+            for seed in settings.training.seeds
+        ]
     trained = [t for t, _ in tracked]
     runs = {str(t.seed): where for t, where in tracked if where is not None}
     folder = settings.lake.policy_dir(store, key.key)
@@ -150,24 +175,34 @@ def trained_policies(
     yield dg.MaterializeResult(
         data_version=version,
         metadata=table_metadata(
-            curve, folder / CURVE_FILE, **artifacts,
-            tier=key.tier, mode=key.mode, alpha=key.alpha, robust=robust, lam=lam,
-            training_alpha_band=str(law.band), training_ks=str(list(law.ks)),
+            curve,
+            folder / CURVE_FILE,
+            **artifacts,
+            tier=key.tier,
+            mode=key.mode,
+            alpha=key.alpha,
+            robust=robust,
+            lam=lam,
+            training_alpha_band=str(law.band),
+            training_ks=str(list(law.ks)),
             training_law=law.law,
-            seeds=str(record["seeds"]), weights_sha256=record["weights_sha256"],
-            plateau_ratio=plateau, plateaued=has_plateaued(plateau),
+            seeds=str(record["seeds"]),
+            weights_sha256=record["weights_sha256"],
+            plateau_ratio=plateau,
+            plateaued=has_plateaued(plateau),
             hyperparameters=dg.MetadataValue.json(record["hyperparameters"]),
             final_episode_reward=float(curve["reward"][-1]) if curve.height else None,
             tracked=experiment_tracking.enabled,
             **({"wandb_runs": dg.MetadataValue.json(runs)} if runs else {}),
             learning_curve=figure_markdown(figure, png, f"learning curve {key.key}"),
         ),
-    )  # fmt: skip
+    )
     mismatched = reload_mismatches(spec, key.alpha, trained, folder, params.device)
     yield dg.AssetCheckResult(
-        check_name=RELOAD_CHECK, passed=not mismatched,
+        check_name=RELOAD_CHECK,
+        passed=not mismatched,
         metadata={"probes": RELOAD_PROBES, "mismatched_seeds": str(mismatched)},
-    )  # fmt: skip
+    )
 
 
 def build_defense_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:

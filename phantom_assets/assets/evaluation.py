@@ -64,8 +64,14 @@ COMPLETE_CHECK = "every_policy_alpha_k_detector_metric_present"
 
 def policy_labels(store: str, key: PolicyKey, record: PolicyRecord) -> dict[str, Any]:
     """Columns that identify a policy's rows (`config_hash`: identical policies count once)."""
-    return {"store": store, "policy": key.key, "tier": key.tier, "mode": key.mode,
-            "train_alpha": key.alpha, "config_hash": record["config_hash"]}  # fmt: skip
+    return {
+        "store": store,
+        "policy": key.key,
+        "tier": key.tier,
+        "mode": key.mode,
+        "train_alpha": key.alpha,
+        "config_hash": record["config_hash"],
+    }
 
 
 def policy_evaluations(context: dg.AssetExecutionContext, storage: StorageResource):
@@ -76,42 +82,58 @@ def policy_evaluations(context: dg.AssetExecutionContext, storage: StorageResour
     (`traces.parquet`), and the chosen action against the observed shopper α̂ (plot)."""
     store, key = store_policy_keys(context)
     settings = storage.settings()
-    cfg, agents, lake, training = (settings.evaluation, settings.agents, settings.lake,
-                                   settings.training)  # fmt: skip
+    cfg, agents, lake, training = (
+        settings.evaluation,
+        settings.agents,
+        settings.lake,
+        settings.training,
+    )
     spec = MarketSpec.load(lake.market_dir(store))
     reference = Response.read(lake.oracle_dir(store) / REFERENCE_FILE).action
     record, policies = load_trained(lake.policy_dir(store, key.key), training.device)
     fixed = key.tier in SB3_TIERS  # only SB3 policies act through torch
     started = time.perf_counter()  # wall time is reported, never used to compute
     with torch_threads(training.torch_threads) if fixed else contextlib.nullcontext():
-        evaluation = evaluate_policies(policies, spec, cfg, agents,
-                                       policy_labels(store, key, record), reference)  # fmt: skip
+        evaluation = evaluate_policies(
+            policies, spec, cfg, agents, policy_labels(store, key, record), reference
+        )
     seconds = time.perf_counter() - started
     paths = save_evaluation(lake.evaluation_dir(store, key.key), evaluation)
     version, artifacts = artifact_version(*paths)
     nominal = evaluation.nominal
-    profit = (nominal.filter(pl.col("detector") == FITTED).group_by("alpha", "k")
-              .agg(pl.col("profit").mean()).sort("alpha", "k"))  # fmt: skip
+    profit = (
+        nominal.filter(pl.col("detector") == FITTED)
+        .group_by("alpha", "k")
+        .agg(pl.col("profit").mean())
+        .sort("alpha", "k")
+    )
     context.log.info(f"evaluated {key.key} of {store} in {seconds:.1f} s")
     png = settings.reports_dir / "policy_evaluations" / f"{store}-{key.key}-actions.png"
     actions = figure_markdown(plot_actions_vs_alpha_hat(nominal), png, f"action vs α̂ {key.key}")
     yield dg.MaterializeResult(
         data_version=version,
         metadata=table_metadata(
-            nominal, paths[0], **artifacts, actions_vs_alpha_hat=actions,
+            nominal,
+            paths[0],
+            **artifacts,
+            actions_vs_alpha_hat=actions,
             alpha_grid=str(list(agents.alpha_grid)),
-            k_grid=str(list(agents.k_grid)), episodes=cfg.episodes,
-            selection_seeds=str(list(cfg.selection_seeds)), test_seeds=str(list(cfg.test_seeds)),
-            stress_radius=agents.stress_radius, stress_k=spec.nominal_k,
+            k_grid=str(list(agents.k_grid)),
+            episodes=cfg.episodes,
+            selection_seeds=str(list(cfg.selection_seeds)),
+            test_seeds=str(list(cfg.test_seeds)),
+            stress_radius=agents.stress_radius,
+            stress_k=spec.nominal_k,
             evaluation_seconds=round(seconds, 2),
             mean_fitted_profit_by_alpha_k=str([tuple(r) for r in profit.rows()]),
         ),
-    )  # fmt: skip
+    )
     conformance = protocol_conformance(nominal, evaluation.stress, cfg, agents, spec.nominal_k)
     yield dg.AssetCheckResult(
-        check_name=PROTOCOL_CHECK, passed=conformance.holds,
+        check_name=PROTOCOL_CHECK,
+        passed=conformance.holds,
         metadata=dataclasses.asdict(conformance),
-    )  # fmt: skip
+    )
 
 
 def benchmark_plots(
@@ -125,11 +147,14 @@ def benchmark_plots(
     rows["detector_value"] = tables.differences.filter(
         (pl.col("comparison") == DETECTOR_VALUE) & (pl.col("metric") == "profit")
     ).join(curves.select("policy", "mode").unique(), on="policy", how="left")
-    figures = {name: (plot_metric_vs_alpha(frame, name), f"{name} vs α")
-               for name, frame in rows.items()}  # fmt: skip
+    figures = {
+        name: (plot_metric_vs_alpha(frame, name), f"{name} vs α") for name, frame in rows.items()
+    }
     figures["actions_vs_alpha_hat"] = (plot_actions_vs_alpha_hat(nominal), "action vs α̂")
-    return {f"plot_{name}": figure_markdown(fig, folder / f"{store}-{name}.png", title)
-            for name, (fig, title) in figures.items()}  # fmt: skip
+    return {
+        f"plot_{name}": figure_markdown(fig, folder / f"{store}-{name}.png", title)
+        for name, (fig, title) in figures.items()
+    }
 
 
 def curve_checks(
@@ -138,18 +163,28 @@ def curve_checks(
     """Every curve, paired-difference and factorial row rests on exactly `episodes` independent
     episode seeds (training seeds averaged within a seed: a cross-join or a seed left out fails
     it); every policy × α × K × detector × metric has a curve row."""
-    frames = {"curves": tables.curves, "differences": tables.differences,
-              "ablation": tables.ablation}  # fmt: skip
-    wrong_n = {name: frame.filter(pl.col("n") != episodes).height
-               for name, frame in frames.items()}  # fmt: skip
+    frames = {
+        "curves": tables.curves,
+        "differences": tables.differences,
+        "ablation": tables.ablation,
+    }
+    wrong_n = {name: frame.filter(pl.col("n") != episodes).height for name, frame in frames.items()}
     return [
-        dg.AssetCheckResult(check_name=UNIT_CHECK, passed=not any(wrong_n.values()),
-                            metadata={"episode_seeds": episodes,
-                                      **{f"{k}_rows_with_other_n": v for k, v in wrong_n.items()}}),
-        dg.AssetCheckResult(check_name=COMPLETE_CHECK, passed=tables.curves.height == expected,
-                            severity=dg.AssetCheckSeverity.WARN,
-                            metadata={"rows": tables.curves.height, "expected": expected}),
-    ]  # fmt: skip
+        dg.AssetCheckResult(
+            check_name=UNIT_CHECK,
+            passed=not any(wrong_n.values()),
+            metadata={
+                "episode_seeds": episodes,
+                **{f"{k}_rows_with_other_n": v for k, v in wrong_n.items()},
+            },
+        ),
+        dg.AssetCheckResult(
+            check_name=COMPLETE_CHECK,
+            passed=tables.curves.height == expected,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={"rows": tables.curves.height, "expected": expected},
+        ),
+    ]
 
 
 def benchmark_curves(context: dg.AssetExecutionContext, storage: StorageResource):
@@ -175,10 +210,15 @@ def benchmark_curves(context: dg.AssetExecutionContext, storage: StorageResource
     plots = benchmark_plots(tables, evaluation.nominal, settings.reports_dir, store)
     yield dg.MaterializeResult(
         data_version=version,
-        metadata=table_metadata(tables.curves, paths[0], **artifacts,
-                                missing_policies=str(missing),
-                                summary=dg.MetadataValue.md(paths[-1].read_text()), **plots),
-    )  # fmt: skip
+        metadata=table_metadata(
+            tables.curves,
+            paths[0],
+            **artifacts,
+            missing_policies=str(missing),
+            summary=dg.MetadataValue.md(paths[-1].read_text()),
+            **plots,
+        ),
+    )
     policies = evaluation.nominal["policy"].n_unique()
     agents = settings.agents
     expected = expected_curve_rows(policies, len(agents.alpha_grid), len(agents.k_grid))

@@ -74,8 +74,14 @@ OBSERVATION_CHECK = "observed_shopper_share_tells_low_from_high_alpha"
 # The settings each asset computes with (the selection seeds are evaluation `seed`, `episodes`).
 SEED_FIELDS = ("seed", "episodes")
 ORACLE_SEED_FIELDS = (*SEED_FIELDS, "test_seed", "test_episodes")  # the ledger's held-out seeds
-MARKET_AGENT_FIELDS = ("nominal_k", "robust_k_set", "robust_alpha_candidates",
-                       "ambiguity_radius_w1", "alpha_grid", "stress_radius")  # fmt: skip
+MARKET_AGENT_FIELDS = (
+    "nominal_k",
+    "robust_k_set",
+    "robust_alpha_candidates",
+    "ambiguity_radius_w1",
+    "alpha_grid",
+    "stress_radius",
+)
 EROSION_AGENT_FIELDS = ("alpha_grid", "erosion_k_grid")
 ORACLE_AGENT_FIELDS = ("alpha_grid", "k_grid", "stress_radius")
 
@@ -100,21 +106,37 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
     prices = read_store_prices(lake.store_prices_dir(store))
     frames = tuple(pl.read_parquet(lake.labeled_sessions(store, actor)) for actor in ACTORS)
     sessions = store_session_banks(
-        frames, full, tuple([fold.probs for fold in k.folds] for k in kernels), f_coef,
+        frames,
+        full,
+        tuple([fold.probs for fold in k.folds] for k in kernels),
+        f_coef,
         prices.signal,
-    )  # fmt: skip
+    )
     experiments = tuple(
-        frame.select(pl.col("experiment_id").fill_null(pl.col("session_id")))
-        .to_series().to_list() for frame in frames
-    )  # fmt: skip
+        frame.select(pl.col("experiment_id").fill_null(pl.col("session_id"))).to_series().to_list()
+        for frame in frames
+    )
     demand = read_store_demand(lake.demand_dir(store))
-    compiled = compile_market_spec(*full, settings.market, anchor_seed, f_coef, settings.agents,
-                                   prices, sessions, demand, experiments)  # fmt: skip
-    spec, optima = centre_on_optima(compiled, settings.agents.alpha_grid,
-                                    settings.agents.stress_radius,
-                                    settings.evaluation.selection_seeds)  # fmt: skip
-    sampled = chain_banks(*full, settings.market.chain_bank_size, anchor_seed + BANK_STREAM,
-                          f_coef, prices.signal)  # fmt: skip
+    compiled = compile_market_spec(
+        *full,
+        settings.market,
+        anchor_seed,
+        f_coef,
+        settings.agents,
+        prices,
+        sessions,
+        demand,
+        experiments,
+    )
+    spec, optima = centre_on_optima(
+        compiled,
+        settings.agents.alpha_grid,
+        settings.agents.stress_radius,
+        settings.evaluation.selection_seeds,
+    )
+    sampled = chain_banks(
+        *full, settings.market.chain_bank_size, anchor_seed + BANK_STREAM, f_coef, prices.signal
+    )
     auc = {"empirical": prefix_auc(*sessions), "kernel": prefix_auc(*sampled)}
     folder = lake.market_dir(store)
     version, artifacts = artifact_version(*spec.save(folder))
@@ -167,17 +189,23 @@ def coi_erosion(context: dg.AssetExecutionContext, storage: StorageResource):
     yield dg.MaterializeResult(
         data_version=version,
         metadata=table_metadata(
-            by_class, paths[0], **artifacts, seeds=str(list(cfg.selection_seeds)),
+            by_class,
+            paths[0],
+            **artifacts,
+            seeds=str(list(cfg.selection_seeds)),
             coi_a_share=erosion.coi_a_share(table, spec.nominal_k),
-            headline_k=spec.nominal_k, ks=str(ks), ci_method=erosion.CI_METHOD,
+            headline_k=spec.nominal_k,
+            ks=str(ks),
+            ci_method=erosion.CI_METHOD,
             plot=figure_markdown(figure, folder / EROSION_PLOT_FILE, "COI erosion"),
         ),
-    )  # fmt: skip
+    )
     yield dg.AssetCheckResult(
-        check_name=EROSION_CHECK, passed=bool(by_k["mean"][-1] <= by_k["mean"][0]),
+        check_name=EROSION_CHECK,
+        passed=bool(by_k["mean"][-1] <= by_k["mean"][0]),
         severity=dg.AssetCheckSeverity.WARN,
         metadata={f"coi_a_k{k}": mean for k, mean in zip(by_k["k"], by_k["mean"], strict=True)},
-    )  # fmt: skip
+    )
 
 
 def market_oracle_asset(context: dg.AssetExecutionContext, storage: StorageResource):
@@ -196,11 +224,13 @@ def market_oracle_asset(context: dg.AssetExecutionContext, storage: StorageResou
     folder = settings.lake.oracle_dir(store)
     spec = MarketSpec.load(settings.lake.market_dir(store))
     table = market_oracle(spec, agents.alpha_grid, agents.k_grid, cfg.selection_seeds)
-    response = best_undefended_response(spec, agents.alpha_grid, agents.stress_radius,
-                                        spec.nominal_k, cfg.selection_seeds)  # fmt: skip
+    response = best_undefended_response(
+        spec, agents.alpha_grid, agents.stress_radius, spec.nominal_k, cfg.selection_seeds
+    )
     report = observed.observation_report(spec, agents.k_grid, cfg.selection_seeds)
-    ledger = agent_ledger(spec, agents.alpha_grid, agents.k_grid, cfg.selection_seeds,
-                          cfg.test_seeds)  # fmt: skip
+    ledger = agent_ledger(
+        spec, agents.alpha_grid, agents.k_grid, cfg.selection_seeds, cfg.test_seeds
+    )
     names = (ORACLE_FILE, REFERENCE_FILE, OBSERVATION_FILE, LEDGER_FILE)
     paths = [folder / name for name in names]
     write_parquet_atomic(table, paths[0])
@@ -212,33 +242,45 @@ def market_oracle_asset(context: dg.AssetExecutionContext, storage: StorageResou
     version, artifacts = artifact_version(*paths)
     yield dg.MaterializeResult(
         data_version=version,
-        metadata=table_metadata(table, folder / ORACLE_FILE, **artifacts,
-                                seeds=str(list(cfg.selection_seeds)),
-                                test_seeds=str(list(cfg.test_seeds)),
-                                best_undefended=str(spec.action_values(response.action)),
-                                best_undefended_objective=response.objective,
-                                best_actions=dg.MetadataValue.md(oracle.oracle_markdown(table)),
-                                ledger=dg.MetadataValue.md(ledger_markdown(ledger,
-                                                                           spec.nominal_k)),
-                                ledger_plot=plot,
-                                observation=dg.MetadataValue.md(report.markdown())),
-    )  # fmt: skip
+        metadata=table_metadata(
+            table,
+            folder / ORACLE_FILE,
+            **artifacts,
+            seeds=str(list(cfg.selection_seeds)),
+            test_seeds=str(list(cfg.test_seeds)),
+            best_undefended=str(spec.action_values(response.action)),
+            best_undefended_objective=response.objective,
+            best_actions=dg.MetadataValue.md(oracle.oracle_markdown(table)),
+            ledger=dg.MetadataValue.md(ledger_markdown(ledger, spec.nominal_k)),
+            ledger_plot=plot,
+            observation=dg.MetadataValue.md(report.markdown()),
+        ),
+    )
     shortfall = float((table["undefended_profit"] - table["profit"]).max())
-    yield dg.AssetCheckResult(check_name=ORACLE_CHECK, passed=shortfall <= 0.0,
-                              metadata={"max_undefended_minus_oracle": shortfall})  # fmt: skip
+    yield dg.AssetCheckResult(
+        check_name=ORACLE_CHECK,
+        passed=shortfall <= 0.0,
+        metadata={"max_undefended_minus_oracle": shortfall},
+    )
     edges = table.filter(pl.col("on_edge"))
     yield dg.AssetCheckResult(
-        check_name=ORACLE_EDGE_CHECK, passed=edges.is_empty(),
+        check_name=ORACLE_EDGE_CHECK,
+        passed=edges.is_empty(),
         severity=dg.AssetCheckSeverity.WARN,
-        metadata={"cells_on_the_action_box_edge": str(
-            edges.select("alpha", "k", "level", "markup", "delta").rows()),
-            "box": str(action_box(spec))},
-    )  # fmt: skip
+        metadata={
+            "cells_on_the_action_box_edge": str(
+                edges.select("alpha", "k", "level", "markup", "delta").rows()
+            ),
+            "box": str(action_box(spec)),
+        },
+    )
     errors = {f"{name}_one_step_error_k_unknown": report.error(name) for name in observed.ESTIMATES}
     yield dg.AssetCheckResult(
-        check_name=OBSERVATION_CHECK, severity=dg.AssetCheckSeverity.WARN, metadata=errors,
+        check_name=OBSERVATION_CHECK,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata=errors,
         passed=report.error("shopper_alpha_hat") <= observed.SEPARATION_TOLERANCE,
-    )  # fmt: skip
+    )
 
 
 def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:
@@ -273,22 +315,51 @@ def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.As
     )
     evaluation = settings.evaluation
     benchmarks = [
-        ("coi_erosion", coi_erosion, SEED_FIELDS, EROSION_AGENT_FIELDS, {"matplotlib"}, [
-            dg.AssetCheckSpec(EROSION_CHECK, asset="coi_erosion", blocking=False,
-                              description="COI_A at the largest K <= at the smallest (α max)."),
-        ]),
-        ("market_oracle", market_oracle_asset, ORACLE_SEED_FIELDS, ORACLE_AGENT_FIELDS,
-         {"matplotlib"}, [
-            dg.AssetCheckSpec(ORACLE_CHECK, asset="market_oracle", blocking=True,
-                              description="The oracle is not below the undefended engine."),
-            dg.AssetCheckSpec(ORACLE_EDGE_CHECK, asset="market_oracle", blocking=False,
-                              description="No best fixed action (refined on the continuous "
-                              "action space) sits on the edge of the action box."),
-            dg.AssetCheckSpec(OBSERVATION_CHECK, asset="market_oracle", blocking=False,
-                              description="One step of the observed shopper α̂ tells α ≤ 0.2 "
-                              "from α ≥ 0.5 with K unknown."),
-        ]),
-    ]  # fmt: skip
+        (
+            "coi_erosion",
+            coi_erosion,
+            SEED_FIELDS,
+            EROSION_AGENT_FIELDS,
+            {"matplotlib"},
+            [
+                dg.AssetCheckSpec(
+                    EROSION_CHECK,
+                    asset="coi_erosion",
+                    blocking=False,
+                    description="COI_A at the largest K <= at the smallest (α max).",
+                ),
+            ],
+        ),
+        (
+            "market_oracle",
+            market_oracle_asset,
+            ORACLE_SEED_FIELDS,
+            ORACLE_AGENT_FIELDS,
+            {"matplotlib"},
+            [
+                dg.AssetCheckSpec(
+                    ORACLE_CHECK,
+                    asset="market_oracle",
+                    blocking=True,
+                    description="The oracle is not below the undefended engine.",
+                ),
+                dg.AssetCheckSpec(
+                    ORACLE_EDGE_CHECK,
+                    asset="market_oracle",
+                    blocking=False,
+                    description="No best fixed action (refined on the continuous "
+                    "action space) sits on the edge of the action box.",
+                ),
+                dg.AssetCheckSpec(
+                    OBSERVATION_CHECK,
+                    asset="market_oracle",
+                    blocking=False,
+                    description="One step of the observed shopper α̂ tells α ≤ 0.2 "
+                    "from α ≥ 0.5 with K unknown.",
+                ),
+            ],
+        ),
+    ]
     return [asset(market_simulators)] + [
         dg.asset(
             name=name,

@@ -42,17 +42,30 @@ from phantom_assets.storage import write_json_atomic, write_parquet_atomic
 PRICES_CODE = code_version_of(
     "phantom_assets.assets.prices", "phantom_assets.market.prices", "phantom_assets.constants"
 )
-PRICE_FIELDS = ("engagement_scale_share", "declared_markup", "declared_quote_noise",
-                "declared_anchor_range")  # fmt: skip
+PRICE_FIELDS = (
+    "engagement_scale_share",
+    "declared_markup",
+    "declared_quote_noise",
+    "declared_anchor_range",
+)
 NO_LOG_LOST = "every_price_log_is_fitted_or_excluded_with_a_reason"
 FROM_LOGS = "prices_come_from_the_logs"
 QUOTE_EVENTS_MART = "price_quote_events"
 # Every event of the store's quoted sessions, in the canonical names `quote_features` reads.
 QUOTE_EVENT_COLUMNS = (
-    "event_id", "batch_id", "source_row", "session_id", "experiment_id", "store",
-    pl.col("event_at").alias("ts"), pl.col("event_name").alias("event"), "record_type",
-    "product_id", "price", pl.col("actor").fill_null("unknown"),
-)  # fmt: skip
+    "event_id",
+    "batch_id",
+    "source_row",
+    "session_id",
+    "experiment_id",
+    "store",
+    pl.col("event_at").alias("ts"),
+    pl.col("event_name").alias("event"),
+    "record_type",
+    "product_id",
+    "price",
+    pl.col("actor").fill_null("unknown"),
+)
 
 
 def store_prices(context: dg.AssetExecutionContext, storage: StorageResource):
@@ -77,12 +90,20 @@ def store_prices(context: dg.AssetExecutionContext, storage: StorageResource):
     yield dg.MaterializeResult(
         data_version=version,
         metadata=table_metadata(
-            model.anchors, paths[0], **artifacts, source=model.source, reason=model.reason,
-            signal=model.signal, markup=model.markup, quote_noise=model.quote_noise,
-            n_price_logs=n_logs, n_quotes_fitted=model.n_quotes, **model.excluded,
+            model.anchors,
+            paths[0],
+            **artifacts,
+            source=model.source,
+            reason=model.reason,
+            signal=model.signal,
+            markup=model.markup,
+            quote_noise=model.quote_noise,
+            n_price_logs=n_logs,
+            n_quotes_fitted=model.n_quotes,
+            **model.excluded,
             price_model=dg.MetadataValue.md(price_model_markdown(model)),
         ),
-    )  # fmt: skip
+    )
     yield dg.AssetCheckResult(
         check_name=NO_LOG_LOST,
         passed=quotes.height == n_logs,
@@ -116,10 +137,16 @@ def observed_coi_asset(context: dg.AssetExecutionContext, storage: StorageResour
     version, artifacts = artifact_version(folder / OBSERVED_COI_FILE, folder / COI_DIFFERENCE_FILE)
     return dg.MaterializeResult(
         data_version=version,
-        metadata=table_metadata(coi, folder / OBSERVED_COI_FILE, **artifacts,
-                                difference=difference.difference, p_value=difference.p_value,
-                                method=difference.method, plot=plot),
-    )  # fmt: skip
+        metadata=table_metadata(
+            coi,
+            folder / OBSERVED_COI_FILE,
+            **artifacts,
+            difference=difference.difference,
+            p_value=difference.p_value,
+            method=difference.method,
+            plot=plot,
+        ),
+    )
 
 
 def build_price_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:

@@ -68,9 +68,14 @@ def hf_dataset(
     staged = stage_dataset(inputs, settings.publish_dir / "hf_dataset")
     private = hub.private if config.private is None else config.private
     result = publish(
-        staged, hub.repo_id, hub.token, endpoint=hub.endpoint, private=private,
-        revision=config.revision or hub.revision, dry_run=config.dry_run,
-    )  # fmt: skip
+        staged,
+        hub.repo_id,
+        hub.token,
+        endpoint=hub.endpoint,
+        private=private,
+        revision=config.revision or hub.revision,
+        dry_run=config.dry_run,
+    )
     plan_path = settings.publish_dir / PUBLISH_PLAN_FILE
     write_json_atomic(result.to_dict(), plan_path)
     for warning in result.warnings:

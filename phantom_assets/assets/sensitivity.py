@@ -38,9 +38,14 @@ SENSITIVITY_CODE = code_version_of(
     "phantom_assets.audit.store_sample",
 )
 SENSITIVITY_SEED = 31
-MARKET_FIELDS = ("sensitivity_cost_shares", "sensitivity_price_caps",
-                 "sensitivity_agent_valuations", "sensitivity_in_market",
-                 "sensitivity_engagement_scales", "markup_multiples")  # fmt: skip
+MARKET_FIELDS = (
+    "sensitivity_cost_shares",
+    "sensitivity_price_caps",
+    "sensitivity_agent_valuations",
+    "sensitivity_in_market",
+    "sensitivity_engagement_scales",
+    "markup_multiples",
+)
 EVALUATION_FIELDS = ("seed", "episodes", "test_seed", "test_episodes", "max_human_harm")
 AGENT_FIELDS = ("alpha_grid", "stress_radius")
 
@@ -48,8 +53,14 @@ AGENT_FIELDS = ("alpha_grid", "stress_radius")
 def sensitivity_design(settings: Settings, spec: MarketSpec) -> SensitivityDesign:
     """The evaluation's α grid, stress band, seeds and harm bound at the market's nominal K."""
     agents, cfg = settings.agents, settings.evaluation
-    return SensitivityDesign(agents.alpha_grid, agents.stress_radius, spec.nominal_k,
-                             cfg.selection_seeds, cfg.test_seeds, cfg.max_human_harm)  # fmt: skip
+    return SensitivityDesign(
+        agents.alpha_grid,
+        agents.stress_radius,
+        spec.nominal_k,
+        cfg.selection_seeds,
+        cfg.test_seeds,
+        cfg.max_human_harm,
+    )
 
 
 def market_sensitivity_asset(
@@ -71,10 +82,12 @@ def market_sensitivity_asset(
     demand = read_store_demand(settings.lake.demand_dir(store))
     human = demand.ci.get(ACTORS[0])
     beta = None if human is None else (float(human[0, 1]), float(human[1, 1]))
-    points = assumption_grid(spec, settings.market,
-                             lambda s0: markup_at_scale(quotes, prices, s0), beta)  # fmt: skip
-    table = market_sensitivity(points, sensitivity_design(settings, spec),
-                               np.random.default_rng(SENSITIVITY_SEED))  # fmt: skip
+    points = assumption_grid(
+        spec, settings.market, lambda s0: markup_at_scale(quotes, prices, s0), beta
+    )
+    table = market_sensitivity(
+        points, sensitivity_design(settings, spec), np.random.default_rng(SENSITIVITY_SEED)
+    )
     conclusions = robust_conclusions(table)
     markdown = sensitivity_markdown(table, conclusions, store)
     folder = settings.lake.sensitivity_dir(store)
@@ -85,13 +98,16 @@ def market_sensitivity_asset(
     return dg.MaterializeResult(
         data_version=version,
         metadata=table_metadata(
-            table, folder / SENSITIVITY_FILE, **artifacts, seed=SENSITIVITY_SEED,
+            table,
+            folder / SENSITIVITY_FILE,
+            **artifacts,
+            seed=SENSITIVITY_SEED,
             declared=str(sorted(k for k, v in spec.sources.items() if v == "declared")),
             robust=str([c for c, v in verdicts.items() if v == "robust"]),
             certified_points=int(table["certified"].sum()),
             report=dg.MetadataValue.md(markdown),
         ),
-    )  # fmt: skip
+    )
 
 
 def build_sensitivity_assets(

@@ -51,8 +51,11 @@ GATE_METHOD = (
     "disjoint selection seeds by min(profit advantage, detector value)"
 )
 UNIT = "episode seed (alpha0 cells and training seeds averaged: they share its random numbers)"
-COMPARISON_ROLES = ("profit vs the best undefended response", "detector value beyond engagement",
-          "total human harm")  # fmt: skip
+COMPARISON_ROLES = (
+    "profit vs the best undefended response",
+    "detector value beyond engagement",
+    "total human harm",
+)
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
@@ -94,18 +97,26 @@ class _CandidateTest:
 
 
 def _test_candidate(
-    profit: StressCube, harm: StressCube, policy: str, baseline: str, bound: float,
-    confidence: float, rng: np.random.Generator,
-) -> _CandidateTest:  # fmt: skip
+    profit: StressCube,
+    harm: StressCube,
+    policy: str,
+    baseline: str,
+    bound: float,
+    confidence: float,
+    rng: np.random.Generator,
+) -> _CandidateTest:
     pairs = comparisons(profit, harm, policy, baseline)
     harms = finite(pairs.harm.test)
     test = {"rng": rng, "confidence": confidence}
     return _CandidateTest(
-        policy, pairs, store_sample_test(pairs.profit.test, **test),
+        policy,
+        pairs,
+        store_sample_test(pairs.profit.test, **test),
         store_sample_test(pairs.detector.test, **test),
         store_sample_test(harms, threshold=bound, alternative="less", **test)
-        if harms.size >= 2 else None,
-    )  # fmt: skip
+        if harms.size >= 2
+        else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -163,15 +174,27 @@ class GateDecision:
             )
         ]
         return {
-            "candidate": self.candidate, "baseline": self.baseline, "static": self.static,
-            "certified": self.certified, "reasons": list(self.reasons), "n_pairs": self.n_pairs,
-            "selection_seeds": list(self.selection_seeds), "test_seeds": list(self.test_seeds),
-            "mean_diff": profit.get("mean"), "ci_low": profit.get("ci_low"),
-            "ci_high": profit.get("ci_high"), "p_value": self.p_value, "metric": self.metric,
-            "confidence": self.confidence, "level": _level(self.confidence),
-            "method": self.method, "unit": self.unit, "comparisons": comparisons,
-            "candidates": list(self.candidates), "reported": self.reported,
-        }  # fmt: skip
+            "candidate": self.candidate,
+            "baseline": self.baseline,
+            "static": self.static,
+            "certified": self.certified,
+            "reasons": list(self.reasons),
+            "n_pairs": self.n_pairs,
+            "selection_seeds": list(self.selection_seeds),
+            "test_seeds": list(self.test_seeds),
+            "mean_diff": profit.get("mean"),
+            "ci_low": profit.get("ci_low"),
+            "ci_high": profit.get("ci_high"),
+            "p_value": self.p_value,
+            "metric": self.metric,
+            "confidence": self.confidence,
+            "level": _level(self.confidence),
+            "method": self.method,
+            "unit": self.unit,
+            "comparisons": comparisons,
+            "candidates": list(self.candidates),
+            "reported": self.reported,
+        }
 
 
 def _level(confidence: float) -> float:
@@ -180,9 +203,13 @@ def _level(confidence: float) -> float:
 
 
 def _reported(
-    stress: pl.DataFrame, profit: StressCube, test: _CandidateTest, static: str,
-    confidence: float, rng: np.random.Generator,
-) -> dict[str, Any]:  # fmt: skip
+    stress: pl.DataFrame,
+    profit: StressCube,
+    test: _CandidateTest,
+    static: str,
+    confidence: float,
+    rng: np.random.Generator,
+) -> dict[str, Any]:
     """Held-out numbers of the candidate reported beside the decision: its profit advantage over
     the static engine (the worst case over the band, like the decided ones) and, at the α of the
     harm comparison, the `REPORTED` metrics of its fitted-detector arm."""
@@ -195,8 +222,9 @@ def _reported(
     for name in (n for n in REPORTED if n in stress.columns):
         cube = stress_cube(stress, name)
         values = cube.arm((test.policy, FITTED))[:, ~cube.is_selection]
-        at = np.asarray([harm_alphas.get(a0) == a for a0, a in zip(cube.alpha0, cube.alpha,
-                                                                    strict=True)])  # fmt: skip
+        at = np.asarray(
+            [harm_alphas.get(a0) == a for a0, a in zip(cube.alpha0, cube.alpha, strict=True)]
+        )
         out[name] = _mean_or_none(values[at])
         if name == "false_positive_rate":  # humans only: the detector's false-positive rate
             out["false_positive_rate_at_alpha_0"] = _mean_or_none(values[cube.alpha == 0.0])
@@ -254,28 +282,56 @@ def promotion_gate(
     unknown = [k for k in ranked["policy"].to_list() if k not in failed_checks]
     if unknown:
         raise ValueError(f"no check results given for tested candidates {unknown}")
-    tested = [_test_candidate(profit, harm, policy, baseline, max_human_harm, confidence, rng)
-              for policy in ranked["policy"]]  # fmt: skip
+    tested = [
+        _test_candidate(profit, harm, policy, baseline, max_human_harm, confidence, rng)
+        for policy in ranked["policy"]
+    ]
     first = tested[0].comparisons.profit
     holm = holm_adjust([t.p_value for t in tested])
     level, n_test = _level(confidence), len(first.test_seeds)
-    passing = [i for i, t in enumerate(tested) if holm[i] <= level and not failed_checks[t.policy]
-               and n_test >= MIN_TEST_SEEDS]  # fmt: skip
+    passing = [
+        i
+        for i, t in enumerate(tested)
+        if holm[i] <= level and not failed_checks[t.policy] and n_test >= MIN_TEST_SEEDS
+    ]
     index = passing[0] if passing else 0
     chosen, chosen_holm = tested[index], float(holm[index])
     table = tuple(
-        {**row, "p_profit": t.profit.p_value, "p_detector": t.detector.p_value,
-         "p_harm": None if t.harm is None else t.harm.p_value, "p_value": t.p_value,
-         "p_holm": float(h), "failed_checks": list(failed_checks[t.policy])}
+        {
+            **row,
+            "p_profit": t.profit.p_value,
+            "p_detector": t.detector.p_value,
+            "p_harm": None if t.harm is None else t.harm.p_value,
+            "p_value": t.p_value,
+            "p_holm": float(h),
+            "failed_checks": list(failed_checks[t.policy]),
+        }
         for row, t, h in zip(ranked.iter_rows(named=True), tested, holm, strict=True)
-    )  # fmt: skip
+    )
     pairs = chosen.comparisons
     return GateDecision(
-        candidate=chosen.policy, baseline=baseline, static=static, certified=bool(passing),
-        reasons=tuple(decision_reasons(chosen.policy, chosen.tests, baseline, chosen_holm, level,
-                                       list(failed_checks[chosen.policy]), n_test)),
-        selection_seeds=first.selection_seeds, test_seeds=first.test_seeds, tests=chosen.tests,
+        candidate=chosen.policy,
+        baseline=baseline,
+        static=static,
+        certified=bool(passing),
+        reasons=tuple(
+            decision_reasons(
+                chosen.policy,
+                chosen.tests,
+                baseline,
+                chosen_holm,
+                level,
+                list(failed_checks[chosen.policy]),
+                n_test,
+            )
+        ),
+        selection_seeds=first.selection_seeds,
+        test_seeds=first.test_seeds,
+        tests=chosen.tests,
         compared_at=tuple(p.to_dict() for p in (pairs.profit, pairs.detector, pairs.harm)),
-        p_value=chosen_holm, candidates=table, metric=metric, confidence=confidence,
+        p_value=chosen_holm,
+        candidates=table,
+        metric=metric,
+        confidence=confidence,
         reported=_reported(stress, profit, chosen, static, confidence, rng),
-    )  # fmt: skip
+    )

@@ -146,9 +146,11 @@ def stress_cube(stress: pl.DataFrame, metric: str) -> StressCube:
     return StressCube(
         values=values.reshape(arms.height, cells.height, seeds.height),
         arms=tuple(arms.iter_rows()),
-        alpha0=cells["alpha0"].to_numpy(), alpha=cells["alpha"].to_numpy(),
-        seeds=seeds["seed"].to_numpy(), is_selection=(seeds["split"] == SELECTION_SPLIT).to_numpy(),
-    )  # fmt: skip
+        alpha0=cells["alpha0"].to_numpy(),
+        alpha=cells["alpha"].to_numpy(),
+        seeds=seeds["seed"].to_numpy(),
+        is_selection=(seeds["split"] == SELECTION_SPLIT).to_numpy(),
+    )
 
 
 def _nanmean(values: np.ndarray, axis: int) -> np.ndarray:
@@ -189,6 +191,9 @@ def paired_stress(
     per_seed = _nanmean(values[chosen], axis=0)
     test = ~cube.is_selection
     return PairedStress(
-        per_seed[cube.is_selection], per_seed[test],
-        tuple(cube.seeds[cube.is_selection].tolist()), tuple(cube.seeds[test].tolist()), alphas,
-    )  # fmt: skip
+        per_seed[cube.is_selection],
+        per_seed[test],
+        tuple(cube.seeds[cube.is_selection].tolist()),
+        tuple(cube.seeds[test].tolist()),
+        alphas,
+    )

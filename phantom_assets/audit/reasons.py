@@ -21,9 +21,14 @@ __all__ = ["decision_reasons"]
 
 
 def decision_reasons(
-    policy: str, tests: tuple[MeanTestResult | None, ...], baseline: str, holm_p: float,
-    level: float, failed: Sequence[str], n_test: int,
-) -> list[str]:  # fmt: skip
+    policy: str,
+    tests: tuple[MeanTestResult | None, ...],
+    baseline: str,
+    holm_p: float,
+    level: float,
+    failed: Sequence[str],
+    n_test: int,
+) -> list[str]:
     """Every condition the candidate `policy` failed, in plain sentences with their numbers
     (certified: the numbers it met).
 
@@ -39,21 +44,27 @@ def decision_reasons(
     profit, detector, harm = tests
     if not failed and holm_p <= level and n_test >= MIN_CALIBRATED_N:
         bound = readable(harm.threshold) if harm else "undefined"
-        return [f"certified: all blocking checks passed; on {n_test} held-out episode seeds "
-                f"{policy} beats the best undefended response {baseline}: "
-                f"{profit.describe()}; its detector adds value beyond engagement: "
-                f"{detector.describe()}; the total human harm stays below the bound {bound}: "
-                f"{harm.describe() if harm else 'undefined'}; Holm-adjusted one-sided "
-                f"p = {holm_p:.3g} <= {level:.3g}"]  # fmt: skip
+        return [
+            f"certified: all blocking checks passed; on {n_test} held-out episode seeds "
+            f"{policy} beats the best undefended response {baseline}: "
+            f"{profit.describe()}; its detector adds value beyond engagement: "
+            f"{detector.describe()}; the total human harm stays below the bound {bound}: "
+            f"{harm.describe() if harm else 'undefined'}; Holm-adjusted one-sided "
+            f"p = {holm_p:.3g} <= {level:.3g}"
+        ]
     if _all_zero(profit):
-        unmet = [f"not certified: {policy} plays the action of the baseline {baseline} on "
-                 f"all {profit.n} held-out seeds (the same profit on every seed): nothing to "
-                 "certify"]  # fmt: skip
+        unmet = [
+            f"not certified: {policy} plays the action of the baseline {baseline} on "
+            f"all {profit.n} held-out seeds (the same profit on every seed): nothing to "
+            "certify"
+        ]
     else:
         unmet = [*_unmet_gains(profit, detector, baseline), *_unmet_harm(harm)]
     if n_test < MIN_CALIBRATED_N:
-        unmet.append(f"not certified: {n_test} held-out seeds < {MIN_CALIBRATED_N}, the fewest the "
-                     f"tests are calibrated for (evaluation.test_episodes)")  # fmt: skip
+        unmet.append(
+            f"not certified: {n_test} held-out seeds < {MIN_CALIBRATED_N}, the fewest the "
+            f"tests are calibrated for (evaluation.test_episodes)"
+        )
     if not unmet and holm_p > level:
         unmet.append(f"not certified: Holm-adjusted p = {holm_p:.3g} exceeds {level:.3g}")
     checks = [f"not certified: blocking checks failed: {', '.join(failed)}"] if failed else []
@@ -69,31 +80,42 @@ def _unmet_gains(profit: MeanTestResult, detector: MeanTestResult, baseline: str
     """The profit advantage and the detector value the test did not show above 0."""
     unmet = []
     if not profit.rejects:
-        unmet.append(f"not certified: the profit advantage over the best undefended response "
-                     f"{baseline} is not shown above 0: {profit.describe()}")  # fmt: skip
+        unmet.append(
+            f"not certified: the profit advantage over the best undefended response "
+            f"{baseline} is not shown above 0: {profit.describe()}"
+        )
     if _all_zero(detector):
-        unmet.append(f"not certified: the detector adds nothing beyond engagement: the fitted "
-                     f"detector earns exactly what the permuted one earns on all {detector.n} "
-                     "held-out seeds")  # fmt: skip
+        unmet.append(
+            f"not certified: the detector adds nothing beyond engagement: the fitted "
+            f"detector earns exactly what the permuted one earns on all {detector.n} "
+            "held-out seeds"
+        )
     elif not detector.rejects:
-        unmet.append(f"not certified: the detector's value beyond engagement is not shown above "
-                     f"0: {detector.describe()}")  # fmt: skip
+        unmet.append(
+            f"not certified: the detector's value beyond engagement is not shown above "
+            f"0: {detector.describe()}"
+        )
     return unmet
 
 
 def _unmet_harm(harm: MeanTestResult | None) -> list[str]:
     """The human harm the test did not show below the bound (identical values said plainly)."""
     if harm is None:
-        return ["not certified: the human harm cannot be measured: no held-out seed has human "
-                "spend"]  # fmt: skip
+        return [
+            "not certified: the human harm cannot be measured: no held-out seed has human spend"
+        ]
     if harm.rejects:
         return []
     bound = readable(harm.threshold)
     if harm.no_spread:
         side = "within" if harm.mean <= harm.threshold else "above"
-        return [f"not certified: the human harm is {readable(harm.mean)} on all {harm.n} "
-                f"held-out seeds, {side} the bound {bound} on every seed, but identical values "
-                "leave the test no spread to bound the mean with: no evidence that it stays "
-                "below the bound"]  # fmt: skip
-    return [f"not certified: the total human harm is not shown below the bound {bound}: "
-            f"{harm.describe()}"]  # fmt: skip
+        return [
+            f"not certified: the human harm is {readable(harm.mean)} on all {harm.n} "
+            f"held-out seeds, {side} the bound {bound} on every seed, but identical values "
+            "leave the test no spread to bound the mean with: no evidence that it stays "
+            "below the bound"
+        ]
+    return [
+        f"not certified: the total human harm is not shown below the bound {bound}: "
+        f"{harm.describe()}"
+    ]

@@ -16,9 +16,16 @@ from typing import Any
 
 REPORT_FORMAT_VERSION = 2
 GATE_CONTRACT_KEYS: tuple[str, ...] = (
-    "candidate", "baseline", "n_pairs", "selection_seeds", "test_seeds", "ci_low", "ci_high",
-    "p_value", "method",
-)  # fmt: skip
+    "candidate",
+    "baseline",
+    "n_pairs",
+    "selection_seeds",
+    "test_seeds",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "method",
+)
 """Gate numbers repeated at the top of `report.json` (docs/architecture.md#column-contracts)."""
 
 

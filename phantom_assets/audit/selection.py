@@ -59,9 +59,13 @@ def finite(values: np.ndarray) -> np.ndarray:
 
 
 def select_candidates(
-    stress: pl.DataFrame, baseline: str, references: Sequence[str], max_human_harm: float,
-    n_candidates: int, metric: str = "profit",
-) -> pl.DataFrame:  # fmt: skip
+    stress: pl.DataFrame,
+    baseline: str,
+    references: Sequence[str],
+    max_human_harm: float,
+    n_candidates: int,
+    metric: str = "profit",
+) -> pl.DataFrame:
     """Every policy but the `references` (the baseline and the static engine), ranked on the
     selection seeds by `score` = min(profit advantage over `baseline`, detector value), those
     whose stress harm is within the bound first; the top `n_candidates`.
@@ -77,9 +81,13 @@ def select_candidates(
 
 
 def rank_candidates(
-    profit: StressCube, harm: StressCube, baseline: str, references: Sequence[str],
-    max_human_harm: float, n_candidates: int,
-) -> pl.DataFrame:  # fmt: skip
+    profit: StressCube,
+    harm: StressCube,
+    baseline: str,
+    references: Sequence[str],
+    max_human_harm: float,
+    n_candidates: int,
+) -> pl.DataFrame:
     policies = profit.policies
     if baseline not in policies:
         raise ValueError(f"the baseline {baseline!r} has no stress rows")
@@ -92,9 +100,28 @@ def rank_candidates(
         advantage, value = pairs.profit.selection.mean(), pairs.detector.selection.mean()
         harms = finite(pairs.harm.selection)
         mean_harm = float(harms.mean()) if harms.size else math.nan
-        rows.append((policy, float(advantage), float(value), float(min(advantage, value)),
-                     mean_harm, not mean_harm > max_human_harm))  # fmt: skip
-    ranked = pl.DataFrame(rows, orient="row", schema=["policy", "profit_advantage",
-                          "detector_value", "score", "human_harm", "harm_within"])  # fmt: skip
-    return ranked.sort(["harm_within", "score", "policy"], descending=[True, True, False],
-                       nulls_last=True).head(n_candidates)  # fmt: skip
+        rows.append(
+            (
+                policy,
+                float(advantage),
+                float(value),
+                float(min(advantage, value)),
+                mean_harm,
+                not mean_harm > max_human_harm,
+            )
+        )
+    ranked = pl.DataFrame(
+        rows,
+        orient="row",
+        schema=[
+            "policy",
+            "profit_advantage",
+            "detector_value",
+            "score",
+            "human_harm",
+            "harm_within",
+        ],
+    )
+    return ranked.sort(
+        ["harm_within", "score", "policy"], descending=[True, True, False], nulls_last=True
+    ).head(n_candidates)

@@ -63,8 +63,10 @@ class SignFlipResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (an infinite bound becomes None)."""
-        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                for k, v in asdict(self).items()}  # fmt: skip
+        return {
+            k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in asdict(self).items()
+        }
 
 
 def _subset_indicators(
@@ -122,9 +124,17 @@ def sign_flip_test(
     p_value = (always + int(np.sum(means <= zero))) / total
     c = math.floor((1.0 - confidence) / 2.0 * total) - always
     low, high = (float(means[c]), float(means[-1 - c])) if c >= 0 else (-math.inf, math.inf)
-    method = (f"exact sign-flip ({total} subsets)" if d.size <= EXACT_MAX_N
-              else f"sign-flip ({total - 1} random subsets)")  # fmt: skip
+    method = (
+        f"exact sign-flip ({total} subsets)"
+        if d.size <= EXACT_MAX_N
+        else f"sign-flip ({total - 1} random subsets)"
+    )
     return SignFlipResult(
-        n=int(d.size), mean_diff=float(d.mean()), ci_low=low, ci_high=high,
-        p_value=min(1.0, p_value), method=method, confidence=confidence,
-    )  # fmt: skip
+        n=int(d.size),
+        mean_diff=float(d.mean()),
+        ci_low=low,
+        ci_high=high,
+        p_value=min(1.0, p_value),
+        method=method,
+        confidence=confidence,
+    )

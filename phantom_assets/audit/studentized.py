@@ -115,9 +115,11 @@ class MeanTestResult:
     def describe(self) -> str:
         """Mean, n, interval and p in words (for the gate's reasons, after what they test)."""
         if self.no_spread:
-            return (f"{readable(self.mean)} on each of the {self.n} held-out seeds, and "
-                    "identical values leave the test no spread to measure: no evidence either "
-                    "way")  # fmt: skip
+            return (
+                f"{readable(self.mean)} on each of the {self.n} held-out seeds, and "
+                "identical values leave the test no spread to measure: no evidence either "
+                "way"
+            )
         return (
             f"mean {readable(self.mean)} over {self.n} held-out seeds, {self.confidence:.0%} CI "
             f"[{readable(self.ci_low)}, {readable(self.ci_high)}], one-sided p = "
@@ -126,8 +128,10 @@ class MeanTestResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (an infinite bound becomes None)."""
-        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                for k, v in asdict(self).items()}  # fmt: skip
+        return {
+            k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in asdict(self).items()
+        }
 
 
 def _values(values: np.ndarray) -> np.ndarray:
@@ -147,9 +151,13 @@ def _values(values: np.ndarray) -> np.ndarray:
 
 
 def _options(
-    thresholds: float | np.ndarray, tests: int, alternative: str, confidence: float,
-    resamples: int, skew_allowance: float,
-) -> np.ndarray:  # fmt: skip
+    thresholds: float | np.ndarray,
+    tests: int,
+    alternative: str,
+    confidence: float,
+    resamples: int,
+    skew_allowance: float,
+) -> np.ndarray:
     """The (tests,) thresholds, after checking every option (ValueError naming the bad one)."""
     theta = np.asarray(thresholds, dtype=np.float64)
     if theta.ndim > 1 or theta.size not in (1, tests) or not np.isfinite(theta).all():
@@ -253,8 +261,12 @@ def mean_tests(
     mean = anchor[:, 0] + centre
     se = np.sqrt((dev**2).sum(axis=1) / ((n - 1.0) * n))
     rows = max(1, _CHUNK // n)  # rng use depends on n and B only, never on the values
-    tstar = np.concatenate([_bootstrap_t(dev, _resample_weights(n, min(rows, resamples - i), rng))
-                            for i in range(0, resamples, rows)])  # fmt: skip
+    tstar = np.concatenate(
+        [
+            _bootstrap_t(dev, _resample_weights(n, min(rows, resamples - i), rng))
+            for i in range(0, resamples, rows)
+        ]
+    )
     level = round((1.0 - confidence) / 2.0, 12)
     k = math.floor(level * (resamples + 1))
     if k >= 1:
@@ -273,10 +285,14 @@ def mean_tests(
         ci_high = mean + np.maximum(-low_q, critical) * se
     ci_low, ci_high = np.where(flat, -np.inf, ci_low), np.where(flat, np.inf, ci_high)
     p_value = np.where(flat, 1.0, p_value)
-    method = (f"max of a studentized-bootstrap p ({resamples} resamples) and a Student-t p with "
-              f"a Cornish-Fisher skewness allowance of {skew_allowance:g}")  # fmt: skip
-    labels = [f"{NO_SPREAD} (all {n} values equal): no evidence, no rejection" if f else method
-              for f in flat]  # fmt: skip
+    method = (
+        f"max of a studentized-bootstrap p ({resamples} resamples) and a Student-t p with "
+        f"a Cornish-Fisher skewness allowance of {skew_allowance:g}"
+    )
+    labels = [
+        f"{NO_SPREAD} (all {n} values equal): no evidence, no rejection" if f else method
+        for f in flat
+    ]
     return [
         MeanTestResult(
             n, float(m), float(lo), float(hi), float(p), float(t), alternative, label, confidence
@@ -306,6 +322,12 @@ def mean_test(
     x = np.asarray(values, dtype=np.float64)
     if x.ndim != 1:
         raise ValueError(f"values must be a 1-D array, got shape {x.shape}")
-    return mean_tests(x[None, :], rng=rng, thresholds=threshold, alternative=alternative,
-                      confidence=confidence, resamples=resamples,
-                      skew_allowance=skew_allowance)[0]  # fmt: skip
+    return mean_tests(
+        x[None, :],
+        rng=rng,
+        thresholds=threshold,
+        alternative=alternative,
+        confidence=confidence,
+        resamples=resamples,
+        skew_allowance=skew_allowance,
+    )[0]

@@ -52,12 +52,15 @@ DETECTOR_VALUE = 4.0
 _LOG_SD = 0.25
 _FITTED, _PERMUTED = DETECTOR_MODES
 _PAIRS = pl.DataFrame(
-    [("defended_vs_baseline", DEFENDED, _FITTED, BASELINE, _FITTED),
-     ("defended_vs_baseline", DEFENDED, _PERMUTED, BASELINE, _PERMUTED),
-     ("detector_value", DEFENDED, _FITTED, DEFENDED, _PERMUTED),
-     ("detector_value", BASELINE, _FITTED, BASELINE, _PERMUTED)],
-    schema=list(PAIR_COLUMNS), orient="row",
-)  # fmt: skip
+    [
+        ("defended_vs_baseline", DEFENDED, _FITTED, BASELINE, _FITTED),
+        ("defended_vs_baseline", DEFENDED, _PERMUTED, BASELINE, _PERMUTED),
+        ("detector_value", DEFENDED, _FITTED, DEFENDED, _PERMUTED),
+        ("detector_value", BASELINE, _FITTED, BASELINE, _PERMUTED),
+    ],
+    schema=list(PAIR_COLUMNS),
+    orient="row",
+)
 
 
 def _draw(layout: str, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
@@ -104,19 +107,32 @@ def simulate(
     y = mu + tau + episode + cell + detector + 2.0 * _draw(layout, rng, shape)
     rep, pol, alpha, k, det, seed, train = np.indices(shape).reshape(len(shape), -1)
     policies, modes = np.array([DEFENDED, BASELINE]), np.array(["robust", "baseline"])
-    rows = pl.DataFrame({
-        "replicate": rep, "policy": policies[pol], "tier": "ppo", "mode": modes[pol],
-        "alpha": np.asarray(ALPHAS)[alpha], "k": np.asarray(KS)[k],
-        "detector": np.asarray(DETECTOR_MODES)[det], "seed": seed, "train_seed": train,
-        "profit": y.ravel(),
-    })  # fmt: skip
+    rows = pl.DataFrame(
+        {
+            "replicate": rep,
+            "policy": policies[pol],
+            "tier": "ppo",
+            "mode": modes[pol],
+            "alpha": np.asarray(ALPHAS)[alpha],
+            "k": np.asarray(KS)[k],
+            "detector": np.asarray(DETECTOR_MODES)[det],
+            "seed": seed,
+            "train_seed": train,
+            "profit": y.ravel(),
+        }
+    )
     target = np.broadcast_to(mu + tau.mean(axis=-1, keepdims=True), (n_reps, *cells, 1, 1))
     rep, pol, alpha, k, det = np.indices((n_reps, *cells)).reshape(5, -1)
-    targets = pl.DataFrame({
-        "replicate": rep, "policy": policies[pol], "alpha": np.asarray(ALPHAS)[alpha],
-        "k": np.asarray(KS)[k], "detector": np.asarray(DETECTOR_MODES)[det],
-        "target": target.ravel(),
-    })  # fmt: skip
+    targets = pl.DataFrame(
+        {
+            "replicate": rep,
+            "policy": policies[pol],
+            "alpha": np.asarray(ALPHAS)[alpha],
+            "k": np.asarray(KS)[k],
+            "detector": np.asarray(DETECTOR_MODES)[det],
+            "target": target.ravel(),
+        }
+    )
     return rows, targets
 
 
@@ -130,8 +146,9 @@ def _pair_targets(targets: pl.DataFrame) -> pl.DataFrame:
     """The target of every `_PAIRS` comparison per replicate and cell."""
     cell = ["replicate", "alpha", "k"]
     arm = targets.select(*cell, "policy", "detector", "target")
-    right = arm.rename({"policy": "reference", "detector": "reference_detector",
-                        "target": "reference_target"})  # fmt: skip
+    right = arm.rename(
+        {"policy": "reference", "detector": "reference_detector", "target": "reference_target"}
+    )
     joined = _PAIRS.join(arm, on=["policy", "detector"]).join(
         right, on=[*cell, "reference", "reference_detector"]
     )
@@ -149,13 +166,21 @@ def _study(
     diffs = paired_differences(rows, _PAIRS, ["profit"], LEVEL).join(
         _pair_targets(targets), on=[*PAIR_COLUMNS, "replicate", "alpha", "k"]
     )
-    out = [CalibrationResult("curve_t_ci", name, LEVEL, n_reps,
-                             coverage=_covered(curves, pl.col("target")))]  # fmt: skip
-    for comparison, procedure in (("defended_vs_baseline", "paired_difference_t_ci"),
-                                  ("detector_value", "detector_value_t_ci")):  # fmt: skip
+    out = [
+        CalibrationResult(
+            "curve_t_ci", name, LEVEL, n_reps, coverage=_covered(curves, pl.col("target"))
+        )
+    ]
+    for comparison, procedure in (
+        ("defended_vs_baseline", "paired_difference_t_ci"),
+        ("detector_value", "detector_value_t_ci"),
+    ):
         part = diffs.filter(pl.col("comparison") == comparison)
-        out.append(CalibrationResult(procedure, name, LEVEL, n_reps,
-                                     coverage=_covered(part, pl.col("target"))))  # fmt: skip
+        out.append(
+            CalibrationResult(
+                procedure, name, LEVEL, n_reps, coverage=_covered(part, pl.col("target"))
+            )
+        )
     if n_seeds >= REGRESSION_MIN_CLUSTERS:
         fits = revenue_regression(rows, "profit", by=("policy",), level=LEVEL)
         slope = fits.filter(pl.col("policy") == DEFENDED).rename(
@@ -164,11 +189,17 @@ def _study(
         null = fits.filter(pl.col("policy") == BASELINE)["slope_p_value"].to_numpy()
         regression = f"{layout}_clusters{n_seeds}_train{n_train}_alphas{len(ALPHAS)}"
         out += [
-            CalibrationResult("slope_cr1_t_ci", regression, LEVEL, n_reps,
-                              coverage=_covered(slope, pl.lit(-30.0))),
-            CalibrationResult("slope_cr1_t_test_zero_slope_null", regression, TEST_LEVEL,
-                              n_reps, rejection_rate=float(np.mean(null < TEST_LEVEL))),
-        ]  # fmt: skip
+            CalibrationResult(
+                "slope_cr1_t_ci", regression, LEVEL, n_reps, coverage=_covered(slope, pl.lit(-30.0))
+            ),
+            CalibrationResult(
+                "slope_cr1_t_test_zero_slope_null",
+                regression,
+                TEST_LEVEL,
+                n_reps,
+                rejection_rate=float(np.mean(null < TEST_LEVEL)),
+            ),
+        ]
     return out
 
 
@@ -180,5 +211,9 @@ def studies(n_reps: int, rng: np.random.Generator) -> list[CalibrationResult]:
     `n_reps` is an upper bound."""
     if n_reps < 1:
         raise ValueError(f"n_reps must be >= 1, got {n_reps}")
-    return [result for layout in LAYOUTS for n_seeds, n_train in SEED_LAYOUTS
-            for result in _study(layout, n_seeds, n_train, n_reps, rng)]  # fmt: skip
+    return [
+        result
+        for layout in LAYOUTS
+        for n_seeds, n_train in SEED_LAYOUTS
+        for result in _study(layout, n_seeds, n_train, n_reps, rng)
+    ]

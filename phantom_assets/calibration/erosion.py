@@ -39,19 +39,29 @@ def studies(n_reps: int, rng: np.random.Generator) -> list[CalibrationResult]:
     ks = sorted({k for _, _, k in LAYOUTS})
     first = int(rng.integers(2**31))
     starts = range(first, first + n_reps * N_SEEDS, N_SEEDS)  # one real call per replication
-    rows = pl.concat([coi_erosion(spec, alphas, ks, range(start, start + N_SEEDS),
-                                  detectors=(0.0,)) for start in starts])  # fmt: skip
+    rows = pl.concat(
+        [
+            coi_erosion(spec, alphas, ks, range(start, start + N_SEEDS), detectors=(0.0,))
+            for start in starts
+        ]
+    )
     results = []
     for metric, alpha, k in LAYOUTS:
-        cell = rows.filter((pl.col("metric") == metric) & (pl.col("alpha") == alpha)
-                           & (pl.col("k") == k))  # fmt: skip
+        cell = rows.filter(
+            (pl.col("metric") == metric) & (pl.col("alpha") == alpha) & (pl.col("k") == k)
+        )
         total, seeds = (cell["mean"] * cell["n"]).sum(), cell["n"].sum()
         cell = cell.with_columns(
             target=(total - pl.col("mean") * pl.col("n")) / (seeds - pl.col("n"))
         )
         covered = (pl.col("ci_low") <= pl.col("target")) & (pl.col("target") <= pl.col("ci_high"))
-        results.append(CalibrationResult(
-            "coi_erosion_t_ci", f"demo_{metric}_alpha{alpha:g}_k{k}_seeds{N_SEEDS}", LEVEL,
-            n_reps, coverage=float(cell.select(covered.fill_null(False).sum()).item()) / n_reps,
-        ))  # fmt: skip
+        results.append(
+            CalibrationResult(
+                "coi_erosion_t_ci",
+                f"demo_{metric}_alpha{alpha:g}_k{k}_seeds{N_SEEDS}",
+                LEVEL,
+                n_reps,
+                coverage=float(cell.select(covered.fill_null(False).sum()).item()) / n_reps,
+            )
+        )
     return results

@@ -196,26 +196,37 @@ def stress_table(layout: GateLayout, rng: np.random.Generator) -> pl.DataFrame:
     low = layout.profit_lift if layout.band_low_lift is None else layout.band_low_lift
     lift = np.where(band_low, low, layout.profit_lift).reshape(1, 1, -1, 1, 1)
     noise = layout.noise
-    common = (10.0 * _noise(noise, (1, n_seeds, 1, 1, 1), rng)
-              + 3.0 * _noise(noise, (1, n_seeds, len(CELLS), 1, 1), rng))  # fmt: skip
-    profit = (100.0 + common - _LEAK * alpha.reshape(1, 1, -1, 1, 1)
-              + _noise(noise, (*runs, 1), rng)
-              + learnable * (0.3 * _noise(noise, (*runs, len(DETECTORS)), rng) + lift
-                             + layout.detector_value * fitted))  # fmt: skip
+    common = 10.0 * _noise(noise, (1, n_seeds, 1, 1, 1), rng) + 3.0 * _noise(
+        noise, (1, n_seeds, len(CELLS), 1, 1), rng
+    )
+    profit = (
+        100.0
+        + common
+        - _LEAK * alpha.reshape(1, 1, -1, 1, 1)
+        + _noise(noise, (*runs, 1), rng)
+        + learnable
+        * (
+            0.3 * _noise(noise, (*runs, len(DETECTORS)), rng)
+            + lift
+            + layout.detector_value * fitted
+        )
+    )
     harm = learnable * _harm(layout, (*runs, 1), rng)
     shape = (*runs, len(DETECTORS))
     p, s, c, t, d = np.indices(shape).reshape(len(shape), -1)
-    return pl.DataFrame({
-        "policy": pl.Series(POLICIES).gather(p),
-        "split": pl.Series(SPLITS).gather((s >= layout.selection_seeds).astype(np.int64)),
-        "detector": pl.Series(DETECTORS).gather(d),
-        "seed": s.astype(np.int64),
-        "alpha0": alpha0[c],
-        "alpha": alpha[c],
-        "train_seed": t.astype(np.int64),
-        METRIC: np.broadcast_to(profit, shape).ravel(),
-        HARM_METRIC: np.broadcast_to(harm, shape).ravel(),
-    })  # fmt: skip
+    return pl.DataFrame(
+        {
+            "policy": pl.Series(POLICIES).gather(p),
+            "split": pl.Series(SPLITS).gather((s >= layout.selection_seeds).astype(np.int64)),
+            "detector": pl.Series(DETECTORS).gather(d),
+            "seed": s.astype(np.int64),
+            "alpha0": alpha0[c],
+            "alpha": alpha[c],
+            "train_seed": t.astype(np.int64),
+            METRIC: np.broadcast_to(profit, shape).ravel(),
+            HARM_METRIC: np.broadcast_to(harm, shape).ravel(),
+        }
+    )
 
 
 def gate_rejection_rate(layout: GateLayout, n_reps: int, rng: np.random.Generator) -> float:
@@ -223,9 +234,16 @@ def gate_rejection_rate(layout: GateLayout, n_reps: int, rng: np.random.Generato
     passed: dict[str, tuple[str, ...]] = {key: () for key in POLICIES}
     certified = 0
     for _ in range(n_reps):  # each replication is one full gate run on a fresh table
-        decision = promotion_gate(stress_table(layout, rng), baseline=BASELINE, static=STATIC,
-                                  failed_checks=passed, rng=rng, max_human_harm=HARM_BOUND,
-                                  metric=METRIC, n_candidates=layout.n_candidates)  # fmt: skip
+        decision = promotion_gate(
+            stress_table(layout, rng),
+            baseline=BASELINE,
+            static=STATIC,
+            failed_checks=passed,
+            rng=rng,
+            max_human_harm=HARM_BOUND,
+            metric=METRIC,
+            n_candidates=layout.n_candidates,
+        )
         certified += decision.certified
     return certified / n_reps
 
@@ -234,7 +252,12 @@ def studies(n_reps: int, rng: np.random.Generator) -> list[CalibrationResult]:
     """False-certification rate of the gate under every null layout in `LAYOUTS`."""
     level = round((1.0 - DEFAULT_CONFIDENCE) / 2.0, 12)
     return [
-        CalibrationResult(procedure="certification_gate", layout=layout.name, level=level,
-                          n_reps=n_reps, rejection_rate=gate_rejection_rate(layout, n_reps, rng))
+        CalibrationResult(
+            procedure="certification_gate",
+            layout=layout.name,
+            level=level,
+            n_reps=n_reps,
+            rejection_rate=gate_rejection_rate(layout, n_reps, rng),
+        )
         for layout in LAYOUTS
-    ]  # fmt: skip
+    ]

@@ -108,9 +108,17 @@ LAYOUTS: tuple[Layout, ...] = (
 POWER_LAYOUTS: tuple[tuple[Layout, int], ...] = (
     (Layout("normal_effect_0.8sd", "difference", "normal", effect=0.8), 32),
     (Layout("left_skew_2_effect_0.8sd", "difference", "lognormal", 2, -1, effect=0.8), 32),
-    (Layout("harm_zero_inflated_70_at_quarter_bound", "harm", "zero_inflated", zeros=0.7,
-            effect=0.75), 32),
-)  # fmt: skip
+    (
+        Layout(
+            "harm_zero_inflated_70_at_quarter_bound",
+            "harm",
+            "zero_inflated",
+            zeros=0.7,
+            effect=0.75,
+        ),
+        32,
+    ),
+)
 """(layout, n): effects the gate must find; 0.8 per-seed SD at the default 32 seeds."""
 
 
@@ -154,23 +162,39 @@ def draw(layout: Layout, n: int, n_reps: int, rng: np.random.Generator) -> np.nd
 
 
 def _rejections(
-    procedure: str, values: np.ndarray, use: str, rng: np.random.Generator, resamples: int,
-    allowance: float, level: float,
-) -> int:  # fmt: skip
+    procedure: str,
+    values: np.ndarray,
+    use: str,
+    rng: np.random.Generator,
+    resamples: int,
+    allowance: float,
+    level: float,
+) -> int:
     """How many rows of `values` `procedure` rejects at `level`."""
     threshold, alternative = (0.0, "greater") if use == "difference" else (HARM_BOUND, "less")
     if procedure == "mean_test":
-        return sum(r.p_value <= level
-                   for start in range(0, len(values), BATCH)
-                   for r in mean_tests(values[start:start + BATCH], rng=rng, thresholds=threshold,
-                                       alternative=alternative, confidence=CONFIDENCE,
-                                       resamples=resamples, skew_allowance=allowance))  # fmt: skip
+        return sum(
+            r.p_value <= level
+            for start in range(0, len(values), BATCH)
+            for r in mean_tests(
+                values[start : start + BATCH],
+                rng=rng,
+                thresholds=threshold,
+                alternative=alternative,
+                confidence=CONFIDENCE,
+                resamples=resamples,
+                skew_allowance=allowance,
+            )
+        )
     if procedure == "sign_flip" and use == "difference":
-        return sum(sign_flip_test(row, confidence=CONFIDENCE, rng=rng).p_value <= level
-                   for row in values)  # fmt: skip
+        return sum(
+            sign_flip_test(row, confidence=CONFIDENCE, rng=rng).p_value <= level for row in values
+        )
     if procedure == "student_t_bound" and use == "harm":
-        return sum(harm_bound(row, bound=HARM_BOUND, confidence=CONFIDENCE).p_value <= level
-                   for row in values)  # fmt: skip
+        return sum(
+            harm_bound(row, bound=HARM_BOUND, confidence=CONFIDENCE).p_value <= level
+            for row in values
+        )
     raise ValueError(f"unknown procedure {procedure!r} for the {use} use")
 
 
@@ -209,17 +233,27 @@ def rejection_rate(
 def studies(n_reps: int, rng: np.random.Generator) -> list[CalibrationResult]:
     """Rejection rate of the mean test under every null layout at every sample size."""
     return [
-        CalibrationResult(procedure=f"mean_test_{layout.use}", layout=f"{layout.name}_n{n}",
-                          level=LEVEL, n_reps=n_reps,
-                          rejection_rate=rejection_rate(layout, n, n_reps, rng))
-        for layout in LAYOUTS for n in SAMPLE_SIZES
-    ]  # fmt: skip
+        CalibrationResult(
+            procedure=f"mean_test_{layout.use}",
+            layout=f"{layout.name}_n{n}",
+            level=LEVEL,
+            n_reps=n_reps,
+            rejection_rate=rejection_rate(layout, n, n_reps, rng),
+        )
+        for layout in LAYOUTS
+        for n in SAMPLE_SIZES
+    ]
 
 
 def power_studies(n_reps: int, rng: np.random.Generator) -> list[PowerResult]:
     """Rejection rate of the mean test off the null (reported, not a level)."""
     return [
-        PowerResult(f"mean_test_{layout.use}", f"{layout.name}_n{n}", LEVEL, n_reps,
-                    rejection_rate(layout, n, n_reps, rng))
+        PowerResult(
+            f"mean_test_{layout.use}",
+            f"{layout.name}_n{n}",
+            LEVEL,
+            n_reps,
+            rejection_rate(layout, n, n_reps, rng),
+        )
         for layout, n in POWER_LAYOUTS
-    ]  # fmt: skip
+    ]

@@ -116,30 +116,41 @@ def _draw(layout: PriceLayout, rng: np.random.Generator, n_h: int, n_a: int) -> 
     views = 1 + rng.poisson(lam[xp])
     session = np.repeat(np.arange(xp.size), views)
     s = (np.arange(session.size) - np.repeat(np.cumsum(views) - views, views)).astype(np.float64)
-    z = (NOISE[0] * rng.standard_normal(agent.size)[xp[session]]
-         + NOISE[1] * rng.standard_normal(xp.size)[session]
-         + NOISE[2] * rng.standard_normal(session.size))  # fmt: skip
+    z = (
+        NOISE[0] * rng.standard_normal(agent.size)[xp[session]]
+        + NOISE[1] * rng.standard_normal(xp.size)[session]
+        + NOISE[2] * rng.standard_normal(session.size)
+    )
     arm = np.asarray(layout.arms)[rng.integers(len(layout.arms), size=agent.size)][xp[session]]
     return {
-        "session": session, "experiment": xp[session], "agent": agent[xp[session]], "s": s,
+        "session": session,
+        "experiment": xp[session],
+        "agent": agent[xp[session]],
+        "s": s,
         "product": rng.choice(ANCHORS.size, session.size, p=SHARES),
         "relative": arm * _markup(layout, s) * np.exp(z),
-    }  # fmt: skip
+    }
 
 
 def simulate_quotes(layout: PriceLayout, rng: np.random.Generator) -> pl.DataFrame:
     """View quotes of one replication in `quote_features`' shape (plus `relative` = p/anchor)."""
     d = _draw(layout, rng, layout.n_human, layout.n_agent)
     n = d["session"].size
-    return pl.DataFrame({
-        "store": "hotel", "session_id": d["session"].astype(str),
-        "experiment_id": d["experiment"].astype(str),
-        "actor": np.where(d["agent"], "agent", "human"),
-        "product_id": np.char.add("P", np.char.zfill(d["product"].astype(str), 2)),
-        "price": ANCHORS[d["product"]] * d["relative"], "event": "view_item_page",
-        "s_product_views": d["s"], "bought": False,
-        "reason": pl.Series([None] * n, dtype=pl.String), "relative": d["relative"],
-    })  # fmt: skip
+    return pl.DataFrame(
+        {
+            "store": "hotel",
+            "session_id": d["session"].astype(str),
+            "experiment_id": d["experiment"].astype(str),
+            "actor": np.where(d["agent"], "agent", "human"),
+            "product_id": np.char.add("P", np.char.zfill(d["product"].astype(str), 2)),
+            "price": ANCHORS[d["product"]] * d["relative"],
+            "event": "view_item_page",
+            "s_product_views": d["s"],
+            "bought": False,
+            "reason": pl.Series([None] * n, dtype=pl.String),
+            "relative": d["relative"],
+        }
+    )
 
 
 def _true_premiums(layout: PriceLayout, rng: np.random.Generator) -> dict[str, float]:
@@ -198,8 +209,11 @@ def _results(layout: PriceLayout, hits: list[dict[str, float]]) -> list[Calibrat
         rate = float(scored.mean())
         if procedure == "premium_difference_welch_cr3_test":
             if layout.null:
-                out.append(CalibrationResult(procedure, layout.name, TEST_LEVEL, scored.size,
-                                             rejection_rate=rate))  # fmt: skip
+                out.append(
+                    CalibrationResult(
+                        procedure, layout.name, TEST_LEVEL, scored.size, rejection_rate=rate
+                    )
+                )
             continue
         out.append(CalibrationResult(procedure, layout.name, LEVEL, scored.size, coverage=rate))
     return out

@@ -64,8 +64,14 @@ class CalibrationResult:
             if self.rejection_rate is not None
             else {"coverage": self.coverage}
         )
-        return {"procedure": self.procedure, "layout": self.layout, "level": self.level,
-                **value, "n_reps": self.n_reps, "holds": self.holds}  # fmt: skip
+        return {
+            "procedure": self.procedure,
+            "layout": self.layout,
+            "level": self.level,
+            **value,
+            "n_reps": self.n_reps,
+            "holds": self.holds,
+        }
 
 
 @dataclass(frozen=True)
@@ -80,5 +86,10 @@ class PowerResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON line payload."""
-        return {"procedure": self.procedure, "layout": self.layout, "level": self.level,
-                "power": self.power, "n_reps": self.n_reps}  # fmt: skip
+        return {
+            "procedure": self.procedure,
+            "layout": self.layout,
+            "level": self.level,
+            "power": self.power,
+            "n_reps": self.n_reps,
+        }

@@ -110,10 +110,11 @@ LAYOUTS: dict[str, Layout] = {
         Layout("humans_1_agents_5", 30, 30, (1, 1), (5, 5)),
         Layout("subject_effect", 30, 30, (3, 3), (3, 3), subject_concentration=5.0),
         Layout("small_agent_class", 60, 15, (1, 2), (4, 7), subject_concentration=20.0),
-        Layout("simulator_separable", 40, 14, (1, 2), (4, 7), subject_concentration=20.0,
-               effect=0.7),
+        Layout(
+            "simulator_separable", 40, 14, (1, 2), (4, 7), subject_concentration=20.0, effect=0.7
+        ),
     )
-}  # fmt: skip
+}
 NULL_LAYOUTS = ("humans_5_agents_1", "humans_1_agents_5", "subject_effect", "small_agent_class")
 CI_LAYOUTS = ("small_agent_class", "simulator_separable")
 
@@ -161,12 +162,15 @@ def simulate(
     events = sample_event_codes(chains, chain_of_xp[session_xp], rng, MAX_EVENTS)
     session, src, dst, n_events = transitions_from_codes(events)
     return counts_from_codes(
-        session, src, dst, n_events,
+        session,
+        src,
+        dst,
+        n_events,
         fold=(hashes[session_xp] % np.uint64(DEFAULT_FOLDS)).astype(np.int64),
         experiment=session_xp,
         experiment_hash=hashes,
         is_agent=xp_agent[session_xp],
-    )  # fmt: skip
+    )
 
 
 def _test_rates(layout: Layout, n_reps: int, rng: np.random.Generator) -> tuple[float, float]:
@@ -177,8 +181,10 @@ def _test_rates(layout: Layout, n_reps: int, rng: np.random.Generator) -> tuple[
     for rep in range(n_reps):  # loop over Monte Carlo replications
         test = experiment_permutation_test(
             simulate(layout, chains, rng, hashes),
-            kappa=DEFAULT_KAPPA, n_permutations=N_PERMUTATIONS, rng=rng,
-        )  # fmt: skip
+            kappa=DEFAULT_KAPPA,
+            n_permutations=N_PERMUTATIONS,
+            rng=rng,
+        )
         rejected[rep] = (test.auc_p <= LEVEL, test.divergence_p <= LEVEL)
     auc_rate, divergence_rate = rejected.mean(axis=0)
     return float(auc_rate), float(divergence_rate)

@@ -59,8 +59,10 @@ class HarmBound:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (a non-finite number becomes None) with `within`."""
-        payload = {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                   for k, v in asdict(self).items()}  # fmt: skip
+        payload = {
+            k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in asdict(self).items()
+        }
         return {**payload, "within": self.within}
 
 

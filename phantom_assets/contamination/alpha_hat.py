@@ -273,8 +273,10 @@ def alpha_hat(
         raise ValueError(f"E[f|A] = E[f|H] = {mean_a!r}: f does not separate the classes")
     human = ClusterStats.of(f_cal[~agent_mask], experiment[~agent_mask])
     agent = ClusterStats.of(f_cal[agent_mask], experiment[agent_mask])
-    out = {k: float(v[0]) for k, v in bootstrap_alpha(
-        ClusterStats.of(f, cluster), human, agent, params, rng).items()}  # fmt: skip
+    out = {
+        k: float(v[0])
+        for k, v in bootstrap_alpha(ClusterStats.of(f, cluster), human, agent, params, rng).items()
+    }
     return AlphaHat(
         alpha_hat=_clip(out["estimate"]),
         ci_low=_clip(out["ci_low"]),

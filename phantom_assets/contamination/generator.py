@@ -24,8 +24,16 @@ from phantom_assets.contamination.chains import sample_chains
 
 ScoreFn = Callable[[pl.DataFrame], np.ndarray]
 OUTPUT_COLUMNS: tuple[str, ...] = (
-    "session_id", "source", "actor", "alpha", "n_events", "f", "trajectory", "product_ids", "ts",
-)  # fmt: skip
+    "session_id",
+    "source",
+    "actor",
+    "alpha",
+    "n_events",
+    "f",
+    "trajectory",
+    "product_ids",
+    "ts",
+)
 TS_DTYPE = pl.Datetime("ms", "UTC")
 OUTPUT_SCHEMA: dict[str, pl.DataType] = {
     "session_id": pl.String(),

@@ -29,33 +29,51 @@ DESIGN_KEYS: tuple[str, ...] = ("alpha", "band_alpha", "k", "detector", "replica
 band around it, the detector mode, and `replicate` (a simulation replicate: the calibration
 studies evaluate many in one call)."""
 _KEY_TYPES: dict[str, pl.DataType] = {
-    "alpha": pl.Float64(), "band_alpha": pl.Float64(), "k": pl.Int64(), "detector": pl.String(),
+    "alpha": pl.Float64(),
+    "band_alpha": pl.Float64(),
+    "k": pl.Int64(),
+    "detector": pl.String(),
     "replicate": pl.Int64(),
-}  # fmt: skip
+}
 _STAT_TYPES: dict[str, pl.DataType] = {
-    "metric": pl.String(), "mean": pl.Float64(), "ci_low": pl.Float64(), "ci_high": pl.Float64(),
+    "metric": pl.String(),
+    "mean": pl.Float64(),
+    "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(),
     "n": pl.Int64(),
-}  # fmt: skip
+}
 CURVE_SCHEMA: dict[str, pl.DataType] = {
-    "policy": pl.String(), "tier": pl.String(), "mode": pl.String(),
-    **{key: _KEY_TYPES[key] for key in ("alpha", "k", "detector")}, **_STAT_TYPES,
-}  # fmt: skip
+    "policy": pl.String(),
+    "tier": pl.String(),
+    "mode": pl.String(),
+    **{key: _KEY_TYPES[key] for key in ("alpha", "k", "detector")},
+    **_STAT_TYPES,
+}
 """Contract of `benchmark_curves/curves.parquet` (docs/architecture.md#column-contracts)."""
-PAIR_COLUMNS: tuple[str, ...] = ("comparison", "policy", "detector", "reference",
-                                 "reference_detector")  # fmt: skip
+PAIR_COLUMNS: tuple[str, ...] = (
+    "comparison",
+    "policy",
+    "detector",
+    "reference",
+    "reference_detector",
+)
 """A paired comparison: (policy, detector) − (reference, reference_detector) per cell and seed."""
 DIFFERENCE_SCHEMA: dict[str, pl.DataType] = {
-    **dict.fromkeys(PAIR_COLUMNS, pl.String()), "alpha": pl.Float64(), "k": pl.Int64(),
+    **dict.fromkeys(PAIR_COLUMNS, pl.String()),
+    "alpha": pl.Float64(),
+    "k": pl.Int64(),
     **_STAT_TYPES,
-}  # fmt: skip
+}
 """Contract of `benchmark_curves/differences.parquet` (stress rows add `band_alpha`: the one α
 both arms were compared at)."""
 
 CI_METHOD = "student_t_over_episode_seed_means"
 """How curve and paired-difference intervals are computed (for metadata)."""
 
-REGRESSION_METHOD = ("OLS of per-episode-seed means (training seeds averaged) on alpha; CR1 SEs "
-                     "clustered by episode seed; slope CI and p-value from t(G - 1)")  # fmt: skip
+REGRESSION_METHOD = (
+    "OLS of per-episode-seed means (training seeds averaged) on alpha; CR1 SEs "
+    "clustered by episode seed; slope CI and p-value from t(G - 1)"
+)
 """How `revenue_regression` is computed (for metadata)."""
 
 
@@ -101,8 +119,10 @@ def episode_seed_means(
     rows = unique_configurations(evaluations, metrics, pooled)
     others = [c for c in rows.columns if c not in identity and c not in metrics]
     return rows.group_by(unit, maintain_order=True).agg(
-        *[pl.col(m).mean() for m in metrics], *[pl.col(c).first() for c in others],
-        train_seeds=pl.len().cast(pl.Int64))  # fmt: skip
+        *[pl.col(m).mean() for m in metrics],
+        *[pl.col(c).first() for c in others],
+        train_seeds=pl.len().cast(pl.Int64),
+    )
 
 
 def _t_quantile(level: float, df: np.ndarray) -> np.ndarray:
@@ -115,8 +135,10 @@ def t_intervals(long: pl.DataFrame, groups: list[str], level: float) -> pl.DataF
     """Mean and Student-t CI of `value` per group (one value per episode seed): `n` = values;
     NaN bounds for a single value (the interval is undefined)."""
     out = long.group_by(groups, maintain_order=True).agg(
-        mean=pl.col("value").mean(), sd=pl.col("value").std().fill_null(np.nan),
-        n=pl.len().cast(pl.Int64))  # fmt: skip
+        mean=pl.col("value").mean(),
+        sd=pl.col("value").std().fill_null(np.nan),
+        n=pl.len().cast(pl.Int64),
+    )
     half = pl.Series("half", _t_quantile(level, out["n"].to_numpy() - 1)) * out["sd"]
     out = out.with_columns(half=half / out["n"].cast(pl.Float64).sqrt())
     return out.with_columns(
@@ -143,8 +165,12 @@ def benchmark_curves(
     _check_level(level)
     means = episode_seed_means(evaluations, metrics)
     keys = design_keys(means.columns)
-    long = means.unpivot(index=["policy", *keys, "seed"], on=list(metrics),
-                         variable_name="metric", value_name="value")  # fmt: skip
+    long = means.unpivot(
+        index=["policy", *keys, "seed"],
+        on=list(metrics),
+        variable_name="metric",
+        value_name="value",
+    )
     out = t_intervals(long, ["policy", "metric", *keys], level)
     labels = evaluations.select("policy", "tier", "mode").unique(subset="policy")
     columns = ["policy", "tier", "mode", *keys, *_STAT_TYPES]
@@ -154,9 +180,11 @@ def benchmark_curves(
 
 
 def paired_differences(
-    evaluations: pl.DataFrame, pairs: pl.DataFrame, metrics: Sequence[str] = EPISODE_METRICS,
+    evaluations: pl.DataFrame,
+    pairs: pl.DataFrame,
+    metrics: Sequence[str] = EPISODE_METRICS,
     level: float = 0.95,
-) -> pl.DataFrame:  # fmt: skip
+) -> pl.DataFrame:
     """(policy, detector) − (reference, reference_detector) per comparison, design cell and
     metric, paired by episode seed, with a paired t CI.
 
@@ -182,12 +210,21 @@ def paired_differences(
     arms = pairs.select(PAIR_COLUMNS).unique(maintain_order=True)
     left = arms.join(means.select("policy", "detector", *values), on=["policy", "detector"])
     right = means.select(*values, reference="policy", reference_detector="detector")
-    joined = left.join(right, on=["reference", "reference_detector", *keys, "seed"],
-                       how="inner", suffix="_ref", validate="m:1")  # fmt: skip
+    joined = left.join(
+        right,
+        on=["reference", "reference_detector", *keys, "seed"],
+        how="inner",
+        suffix="_ref",
+        validate="m:1",
+    )
     change = [(pl.col(m) - pl.col(f"{m}_ref")).alias(m) for m in metrics]
     diffs = joined.select(*PAIR_COLUMNS, *keys, "seed", *change)
-    long = diffs.unpivot(index=[*PAIR_COLUMNS, *keys, "seed"], on=list(metrics),
-                         variable_name="metric", value_name="value")  # fmt: skip
+    long = diffs.unpivot(
+        index=[*PAIR_COLUMNS, *keys, "seed"],
+        on=list(metrics),
+        variable_name="metric",
+        value_name="value",
+    )
     out = t_intervals(long, [*PAIR_COLUMNS, *keys, "metric"], level)
     columns = [*PAIR_COLUMNS, *keys, *_STAT_TYPES]
     schema = {**DIFFERENCE_SCHEMA, **_KEY_TYPES}
@@ -224,22 +261,30 @@ def _cluster_fit(frame: pl.DataFrame, groups: list[str], level: float) -> pl.Dat
         .with_columns(dx=x - c("xbar"), dy=y - c("ybar"))
         .with_columns(sxx=(c("dx") ** 2).sum().over(by), sxy=(c("dx") * c("dy")).sum().over(by))
         .with_columns(slope=c("sxy") / c("sxx"))
-        .with_columns(intercept=c("ybar") - c("slope") * c("xbar"),
-                      u=c("dy") - c("slope") * c("dx"))
-        .with_columns(a_s=c("dx") * c("u") / c("sxx"),
-                      a_i=(1.0 / c("N") - c("xbar") * c("dx") / c("sxx")) * c("u"))
+        .with_columns(
+            intercept=c("ybar") - c("slope") * c("xbar"), u=c("dy") - c("slope") * c("dx")
+        )
+        .with_columns(
+            a_s=c("dx") * c("u") / c("sxx"),
+            a_i=(1.0 / c("N") - c("xbar") * c("dx") / c("sxx")) * c("u"),
+        )
         .group_by([*groups, "_cluster"], maintain_order=True)
         .agg(c("a_s", "a_i").sum(), c("intercept", "slope", "sxx", "N").first())
         .group_by(groups, maintain_order=True)
-        .agg((c("a_s", "a_i") ** 2).sum(), c("intercept", "slope", "sxx", "N").first(),
-             pl.len().alias("n_clusters"))
+        .agg(
+            (c("a_s", "a_i") ** 2).sum(),
+            c("intercept", "slope", "sxx", "N").first(),
+            pl.len().alias("n_clusters"),
+        )
         .sort(groups)
         .collect()
-    )  # fmt: skip
+    )
     bad = fits.filter((c("sxx") <= 0) | (c("N") < 3))
     if bad.height:
-        raise ValueError(f"alpha does not vary or fewer than 3 rows (the slope is not identified) "
-                         f"in groups {bad.select(groups).rows()[:5]}")  # fmt: skip
+        raise ValueError(
+            f"alpha does not vary or fewer than 3 rows (the slope is not identified) "
+            f"in groups {bad.select(groups).rows()[:5]}"
+        )
     g, n = (fits[col].to_numpy().astype(np.float64) for col in ("n_clusters", "N"))
     slope = fits["slope"].to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -248,10 +293,15 @@ def _cluster_fit(frame: pl.DataFrame, groups: list[str], level: float) -> pl.Dat
         half = _t_quantile(level, g - 1) * se_s
         p = np.where(g >= 2, 2.0 * stats.t.sf(np.abs(slope / se_s), np.maximum(g - 1, 1)), np.nan)
     return fits.select(*groups, "intercept", "slope").with_columns(
-        se_intercept=se_i, se_slope=se_s, slope_ci_low=slope - half, slope_ci_high=slope + half,
-        slope_p_value=p, df=pl.Series((g - 1).astype(np.int64)), n_obs=fits["N"].cast(pl.Int64),
+        se_intercept=se_i,
+        se_slope=se_s,
+        slope_ci_low=slope - half,
+        slope_ci_high=slope + half,
+        slope_p_value=p,
+        df=pl.Series((g - 1).astype(np.int64)),
+        n_obs=fits["N"].cast(pl.Int64),
         n_clusters=fits["n_clusters"].cast(pl.Int64),
-    )  # fmt: skip
+    )
 
 
 def cluster_ols(
@@ -268,16 +318,24 @@ def cluster_ols(
         raise ValueError(f"need equal 1-D x, y, clusters of >= 3 rows: {xs.shape}, {ys.shape}")
     if np.ptp(xs) == 0:
         raise ValueError(f"x does not vary (all {xs[0]}); the slope is not identified")
-    frame = pl.DataFrame({"_group": np.zeros(xs.size, dtype=np.int64), "_x": xs, "_y": ys,
-                          "_cluster": np.asarray(clusters)})  # fmt: skip
+    frame = pl.DataFrame(
+        {
+            "_group": np.zeros(xs.size, dtype=np.int64),
+            "_x": xs,
+            "_y": ys,
+            "_cluster": np.asarray(clusters),
+        }
+    )
     row = _cluster_fit(frame, ["_group"], level).drop("_group").row(0, named=True)
     return OlsResult(**row)
 
 
 def revenue_regression(
-    evaluations: pl.DataFrame, metric: str = "revenue", by: Sequence[str] = ("policy",),
+    evaluations: pl.DataFrame,
+    metric: str = "revenue",
+    by: Sequence[str] = ("policy",),
     level: float = 0.95,
-) -> pl.DataFrame:  # fmt: skip
+) -> pl.DataFrame:
     """OLS of `metric` on α per group of `by` and the other design keys present (K, detector),
     clustered by episode seed.
 
@@ -294,6 +352,7 @@ def revenue_regression(
     groups = [*by, *(k for k in design_keys(means.columns) if k != "alpha" and k not in by)]
     if missing := set(groups) - set(means.columns):
         raise ValueError(f"evaluations lack the grouping columns {sorted(missing)}")
-    frame = means.select(*groups, _cluster=pl.col("seed"), _x=pl.col("alpha").cast(pl.Float64),
-                         _y=pl.col(metric))  # fmt: skip
+    frame = means.select(
+        *groups, _cluster=pl.col("seed"), _x=pl.col("alpha").cast(pl.Float64), _y=pl.col(metric)
+    )
     return _cluster_fit(frame, groups, level)

@@ -42,10 +42,17 @@ modes' switches: main effects are averages over the other switch; the interactio
 (robustcharged − charged) − (robust − baseline)."""
 FACTORIAL_METRICS: tuple[str, ...] = ("profit", "leak", "human_harm")
 ABLATION_SCHEMA: dict[str, pl.DataType] = {
-    "tier": pl.String(), "train_alpha": pl.Float64(), "alpha": pl.Float64(), "k": pl.Int64(),
-    "metric": pl.String(), "effect": pl.String(), "mean": pl.Float64(), "ci_low": pl.Float64(),
-    "ci_high": pl.Float64(), "n": pl.Int64(),
-}  # fmt: skip
+    "tier": pl.String(),
+    "train_alpha": pl.Float64(),
+    "alpha": pl.Float64(),
+    "k": pl.Int64(),
+    "metric": pl.String(),
+    "effect": pl.String(),
+    "mean": pl.Float64(),
+    "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(),
+    "n": pl.Int64(),
+}
 """Contract of `benchmark_curves/ablation.parquet` (fitted detector)."""
 
 
@@ -54,31 +61,50 @@ def comparison_pairs(labels: pl.DataFrame) -> pl.DataFrame:
     `policy, tier, mode, train_alpha`; one static policy at most is the reference)."""
     labels = labels.select("policy", "tier", "mode", "train_alpha").unique().sort("policy")
     fitted, permuted = pl.lit(FITTED), pl.lit(PERMUTED)
-    detector = labels.select(comparison=pl.lit(DETECTOR_VALUE), policy="policy", detector=fitted,
-                             reference="policy", reference_detector=permuted)  # fmt: skip
-    reference = pl.DataFrame({"mode": list(DEFENCE_REFERENCE),
-                              "reference_mode": list(DEFENCE_REFERENCE.values())})  # fmt: skip
+    detector = labels.select(
+        comparison=pl.lit(DETECTOR_VALUE),
+        policy="policy",
+        detector=fitted,
+        reference="policy",
+        reference_detector=permuted,
+    )
+    reference = pl.DataFrame(
+        {"mode": list(DEFENCE_REFERENCE), "reference_mode": list(DEFENCE_REFERENCE.values())}
+    )
     twins = labels.select("tier", "train_alpha", reference_mode="mode", reference="policy")
     defended = (
         labels.join(reference, on="mode")
         .join(twins, on=["tier", "train_alpha", "reference_mode"])
-        .select(comparison=pl.lit(DEFENDED_VS_BASELINE), policy="policy", detector=fitted,
-                reference="reference", reference_detector=fitted)
-    )  # fmt: skip
+        .select(
+            comparison=pl.lit(DEFENDED_VS_BASELINE),
+            policy="policy",
+            detector=fitted,
+            reference="reference",
+            reference_detector=fitted,
+        )
+    )
     frames = [detector, defended]
     for comparison, tier in ((VS_TUNED, TUNED_TIER), (VS_STATIC, STATIC_TIER)):
         references = labels.filter(pl.col("tier") == tier)["policy"]
         if references.len():
-            frames.append(labels.filter(pl.col("policy") != references[0]).select(
-                comparison=pl.lit(comparison), policy="policy", detector=fitted,
-                reference=pl.lit(references[0]), reference_detector=fitted))  # fmt: skip
+            frames.append(
+                labels.filter(pl.col("policy") != references[0]).select(
+                    comparison=pl.lit(comparison),
+                    policy="policy",
+                    detector=fitted,
+                    reference=pl.lit(references[0]),
+                    reference_detector=fitted,
+                )
+            )
     return pl.concat(frames)
 
 
 def factorial_effects(
-    evaluations: pl.DataFrame, tier: str, metrics: Sequence[str] = FACTORIAL_METRICS,
+    evaluations: pl.DataFrame,
+    tier: str,
+    metrics: Sequence[str] = FACTORIAL_METRICS,
     level: float = 0.95,
-) -> pl.DataFrame:  # fmt: skip
+) -> pl.DataFrame:
     """Main effects of λ and of the adversary and their interaction (`FACTORIAL_EFFECTS`) for the
     four modes of `tier` at each training α, per (α, K) cell and metric, fitted detector.
 
@@ -89,8 +115,11 @@ def factorial_effects(
         `ABLATION_SCHEMA` rows (plus `replicate` when present); none when no training α has all
         four modes.
     """
-    rows = evaluations.filter((pl.col("tier") == tier) & (pl.col("detector") == FITTED)
-                              & pl.col("mode").is_in(FACTORIAL_MODES))  # fmt: skip
+    rows = evaluations.filter(
+        (pl.col("tier") == tier)
+        & (pl.col("detector") == FITTED)
+        & pl.col("mode").is_in(FACTORIAL_MODES)
+    )
     if rows.is_empty():
         return pl.DataFrame(schema=ABLATION_SCHEMA)
     means = episode_seed_means(rows.drop("detector"), metrics)

@@ -65,10 +65,12 @@ def evaluate_policies(
             runner = EpisodeRunner(policy, spec, reference_action=reference_action)
             shared[identity] = PolicyEvaluation(
                 nominal_rows(runner, agents.alpha_grid, agents.k_grid, seeds),
-                pl.concat(stress_rows(runner, a0, agents.stress_radius, spec.nominal_k, seeds,
-                                      tests) for a0 in agents.alpha_grid),
+                pl.concat(
+                    stress_rows(runner, a0, agents.stress_radius, spec.nominal_k, seeds, tests)
+                    for a0 in agents.alpha_grid
+                ),
                 action_traces(runner, agents.alpha_grid, agents.k_grid, seeds),
-            )  # fmt: skip
+            )
         tag = [pl.lit(v).alias(k) for k, v in {**labels, "train_seed": train_seed}.items()]
         tables.append(PolicyEvaluation(*(t.select(*tag, pl.all()) for t in shared[identity])))
     return PolicyEvaluation(*(pl.concat(parts) for parts in zip(*tables, strict=True)))
@@ -92,8 +94,10 @@ def load_evaluations(folders: Mapping[str, Path]) -> tuple[PolicyEvaluation, lis
     present = [k for k, f in folders.items() if all((f / n).is_file() for n in EVALUATION_FILES)]
     if not present:
         example = next(iter(folders.values()), None)
-        raise ValueError(f"no policy evaluations in the {len(folders)} policy folders (such as "
-                         f"{example}); materialize policy_evaluations first")  # fmt: skip
+        raise ValueError(
+            f"no policy evaluations in the {len(folders)} policy folders (such as "
+            f"{example}); materialize policy_evaluations first"
+        )
     tables = [
         pl.concat([pl.read_parquet(folders[k] / name) for k in present], how="diagonal_relaxed")
         for name in EVALUATION_FILES
@@ -113,8 +117,12 @@ class ProtocolConformance:
     @property
     def holds(self) -> bool:
         """True when every condition holds."""
-        return (self.on_grid and self.common_seeds and self.stress_at_nominal_k
-                and self.held_out_seeds_disjoint_and_complete)  # fmt: skip
+        return (
+            self.on_grid
+            and self.common_seeds
+            and self.stress_at_nominal_k
+            and self.held_out_seeds_disjoint_and_complete
+        )
 
 
 def _seed_sets(frame: pl.DataFrame, cells: list[str]) -> pl.DataFrame:
@@ -136,8 +144,12 @@ def protocol_conformance(
     at the spec's nominal K with, per α0 and detector, exactly the selection seeds and the
     held-out test seeds, which are disjoint."""
     cells = _seed_sets(nominal, ["train_seed", "alpha", "k", "detector"])
-    grid = {(float(a), int(k), d) for a in agents.alpha_grid for k in agents.k_grid
-            for d in DETECTOR_MODES}  # fmt: skip
+    grid = {
+        (float(a), int(k), d)
+        for a in agents.alpha_grid
+        for k in agents.k_grid
+        for d in DETECTOR_MODES
+    }
     by_train = cells.partition_by("train_seed")
     on_grid = all(set(part.select("alpha", "k", "detector").rows()) == grid for part in by_train)
     selection = list(cfg.selection_seeds)
@@ -151,6 +163,6 @@ def protocol_conformance(
         and splits["once"].all()
         and all(expected[split] == seeds for split, seeds in splits.select("split", "seeds").rows())
         and not set(expected[SELECTION_SPLIT]) & set(expected[TEST_SPLIT])
-    )  # fmt: skip
+    )
     at_k = stress.height > 0 and bool((stress["k"] == nominal_k).all())
     return ProtocolConformance(on_grid, bool(common), at_k, held_out)

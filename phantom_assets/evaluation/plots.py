@@ -17,8 +17,11 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 _LINESTYLES = {"baseline": "--", "robust": "-", "charged": "-.", "robustcharged": "-"}
-_ACTION_PANELS = (("mean_level", "base level"), ("mean_markup", "markup m"),
-                  ("mean_detector", "detector strength δ"))  # fmt: skip
+_ACTION_PANELS = (
+    ("mean_level", "base level"),
+    ("mean_markup", "markup m"),
+    ("mean_detector", "detector strength δ"),
+)
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -50,8 +53,13 @@ def plot_metric_vs_alpha(rows: pl.DataFrame, label: str) -> Figure:
             alpha = line["alpha"].to_numpy()
             style = _LINESTYLES.get(line["mode"][0], ":")
             (drawn,) = ax.plot(alpha, line["mean"].to_numpy(), style, marker="o", label=policy)
-            ax.fill_between(alpha, line["ci_low"].to_numpy(), line["ci_high"].to_numpy(),
-                            color=drawn.get_color(), alpha=0.15)  # fmt: skip
+            ax.fill_between(
+                alpha,
+                line["ci_low"].to_numpy(),
+                line["ci_high"].to_numpy(),
+                color=drawn.get_color(),
+                alpha=0.15,
+            )
         ax.set_xlabel("α (share of shoppers sending an agent)")
         ax.set_title(f"K = {k}")
     axes[0].set_ylabel(label)
@@ -74,17 +82,22 @@ def plot_actions_vs_alpha_hat(nominal: pl.DataFrame) -> Figure:
         raise ValueError("no fitted-detector rows to plot")
     hat = "mean_shopper_alpha_hat"
     columns = [hat, *(c for c, _ in _ACTION_PANELS)]
-    means = (rows.group_by("policy", "alpha", "k").agg(pl.col(columns).mean())
-             .sort("policy", hat))  # fmt: skip
+    means = rows.group_by("policy", "alpha", "k").agg(pl.col(columns).mean()).sort("policy", hat)
     fig = _figure(13.5, 4.5)
     axes = fig.subplots(1, len(_ACTION_PANELS))
     for (policy,), line in means.group_by("policy", maintain_order=True):
         points = rows.filter(pl.col("policy") == policy)
         for ax, (column, _) in zip(axes, _ACTION_PANELS, strict=True):
-            (drawn,) = ax.plot(line[hat].to_numpy(), line[column].to_numpy(), marker="o",
-                               label=policy)  # fmt: skip
-            ax.scatter(points[hat].to_numpy(), points[column].to_numpy(), s=6,
-                       color=drawn.get_color(), alpha=0.3)  # fmt: skip
+            (drawn,) = ax.plot(
+                line[hat].to_numpy(), line[column].to_numpy(), marker="o", label=policy
+            )
+            ax.scatter(
+                points[hat].to_numpy(),
+                points[column].to_numpy(),
+                s=6,
+                color=drawn.get_color(),
+                alpha=0.3,
+            )
     for ax, (_, label) in zip(axes, _ACTION_PANELS, strict=True):
         ax.set_xlabel("episode-mean shopper α̂ (observed)")
         ax.set_ylabel(f"episode-mean {label}")

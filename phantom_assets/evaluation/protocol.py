@@ -65,11 +65,28 @@ TRACE_COLUMNS: tuple[str, ...] = ("action", "level", "markup", "detector_strengt
 """Per-step columns of the action traces (after `alpha, k, seed, step`)."""
 # Per-step `info` entries an episode keeps, then the reward and the observed α̂ (STEP_FIELDS).
 _INFO_KEYS: tuple[str, ...] = (
-    "revenue", "profit", "human_purchases", "agent_purchases", "human_premium", "agent_premium",
-    "leak", "human_lost", "human_overpay", "human_lost_spend", "human_spend_reference",
-    "human_surplus", "human_surplus_reference", "human_quoted_up", "human_flagged", "agents",
-    "level", "markup", "detector", "alpha", "k",
-)  # fmt: skip
+    "revenue",
+    "profit",
+    "human_purchases",
+    "agent_purchases",
+    "human_premium",
+    "agent_premium",
+    "leak",
+    "human_lost",
+    "human_overpay",
+    "human_lost_spend",
+    "human_spend_reference",
+    "human_surplus",
+    "human_surplus_reference",
+    "human_quoted_up",
+    "human_flagged",
+    "agents",
+    "level",
+    "markup",
+    "detector",
+    "alpha",
+    "k",
+)
 STEP_FIELDS: tuple[str, ...] = (*_INFO_KEYS, "reward", *OBSERVED, "action")
 """Columns of `EpisodeRunner.run`'s per-step arrays: the step's `info` entries, the reward, the
 observed agent-share estimates after the step and the action the policy chose."""
@@ -99,8 +116,13 @@ class EpisodeRunner:
         each action against itself at δ = 0)."""
         self.policy, self.spec = policy, spec
         engine = engine_of(spec)  # its read-only step tables, shared by every env
-        self._make = functools.partial(make_env, spec, reference_action=reference_action,
-                                       max_episode_steps=max_steps, engine=engine)  # fmt: skip
+        self._make = functools.partial(
+            make_env,
+            spec,
+            reference_action=reference_action,
+            max_episode_steps=max_steps,
+            engine=engine,
+        )
         self._envs: dict[str, list[gym.Env]] = {mode: [] for mode in DETECTOR_MODES}
         self._observed = [2 * spec.n_products + OBS_EXTRA.index(name) for name in OBSERVED]
         self._episodes: dict[tuple[float, int, str, int], np.ndarray] = {}
@@ -122,8 +144,12 @@ class EpisodeRunner:
         """The (steps, `STEP_FIELDS`) arrays of the episodes reset with `seeds`, stepped
         together: `choose` maps the (episodes, obs) observations to one action per episode."""
         envs, keys, observed = self._pool(detector, len(seeds)), _INFO_KEYS, self._observed
-        obs = np.stack([env.reset(seed=seed, options={"alpha": alpha, "k": k})[0]
-                        for env, seed in zip(envs, seeds, strict=True)])  # fmt: skip
+        obs = np.stack(
+            [
+                env.reset(seed=seed, options={"alpha": alpha, "k": k})[0]
+                for env, seed in zip(envs, seeds, strict=True)
+            ]
+        )
         rows: list[list[list[float]]] = [[] for _ in seeds]
         done = False
         while not done:  # an episode is sequential: each action sees the last step
@@ -135,8 +161,10 @@ class EpisodeRunner:
         episodes = [np.asarray(episode, dtype=np.float64) for episode in rows]
         for steps in episodes:
             if np.any(steps[:, _AT["alpha"]] != alpha) or np.any(steps[:, _AT["k"]] != k):
-                raise RuntimeError(f"a nominal episode at alpha={alpha}, k={k} ran at another "
-                                   f"(alpha, k): an adversary in the evaluation env")  # fmt: skip
+                raise RuntimeError(
+                    f"a nominal episode at alpha={alpha}, k={k} ran at another "
+                    f"(alpha, k): an adversary in the evaluation env"
+                )
         return episodes
 
     def _rollouts(self, alpha: float, k: int, detector: str, seeds: list[int]) -> list[np.ndarray]:
@@ -174,18 +202,28 @@ def episode_metrics(steps: np.ndarray, shoppers_per_step: int) -> dict[str, np.n
     estimates the shop observed)."""
     total = {name: steps[..., i].sum(axis=-1) for name, i in _AT.items()}
     humans = shoppers_per_step * steps.shape[-2] - total["agents"]
-    metrics = {**totals_metrics(total, humans), "reward": total["reward"],
-               **{f"mean_{name}": steps[..., _AT[name]].mean(axis=-1)
-                  for name in ("level", "markup", "detector", *OBSERVED)}}  # fmt: skip
+    metrics = {
+        **totals_metrics(total, humans),
+        "reward": total["reward"],
+        **{
+            f"mean_{name}": steps[..., _AT[name]].mean(axis=-1)
+            for name in ("level", "markup", "detector", *OBSERVED)
+        },
+    }
     return {name: metrics[name] for name in EPISODE_METRICS}
 
 
 def _rows(runner: EpisodeRunner, alpha: float, k: int, detector: str, seeds: Sequence[int]):
     steps = runner.run(alpha, k, detector, seeds)
     n = len(seeds)
-    keys = {"alpha": np.full(n, float(alpha)), "k": np.full(n, int(k)),
-            "detector": [detector] * n, "episode": np.arange(n), "seed": np.asarray(seeds),
-            "steps": np.full(n, steps.shape[1])}  # fmt: skip
+    keys = {
+        "alpha": np.full(n, float(alpha)),
+        "k": np.full(n, int(k)),
+        "detector": [detector] * n,
+        "episode": np.arange(n),
+        "seed": np.asarray(seeds),
+        "steps": np.full(n, steps.shape[1]),
+    }
     metrics = episode_metrics(steps, runner.spec.shoppers_per_step)
     return pl.DataFrame({**keys, **metrics}).with_columns(
         pl.col("k", "episode", "seed", "steps").cast(pl.Int64)
@@ -262,13 +300,16 @@ def stress_rows(
         ValueError: if the selection and test seeds overlap.
     """
     if set(selection_seeds) & set(test_seeds):
-        raise ValueError(f"selection seeds {list(selection_seeds)} and test seeds "
-                         f"{list(test_seeds)} overlap")  # fmt: skip
+        raise ValueError(
+            f"selection seeds {list(selection_seeds)} and test seeds {list(test_seeds)} overlap"
+        )
     band = stress_alphas(alpha0, radius).tolist()
     return pl.concat(
-        [nominal_rows(runner, band, [k], seeds).with_columns(split=pl.lit(split))
-         for split, seeds in ((SELECTION_SPLIT, selection_seeds), (TEST_SPLIT, test_seeds))]
-    ).with_columns(alpha0=pl.lit(float(alpha0)), radius=pl.lit(float(radius)))  # fmt: skip
+        [
+            nominal_rows(runner, band, [k], seeds).with_columns(split=pl.lit(split))
+            for split, seeds in ((SELECTION_SPLIT, selection_seeds), (TEST_SPLIT, test_seeds))
+        ]
+    ).with_columns(alpha0=pl.lit(float(alpha0)), radius=pl.lit(float(radius)))
 
 
 def action_traces(
@@ -283,12 +324,18 @@ def action_traces(
         for k in ks:
             steps = runner.run(alpha, k, FITTED, seeds)  # (episodes, steps, fields)
             episodes, n = steps.shape[:2]
-            frames.append(pl.DataFrame({
-                "alpha": np.full(episodes * n, float(alpha)),
-                "k": np.full(episodes * n, int(k), dtype=np.int64),
-                "seed": np.repeat(np.asarray(seeds, dtype=np.int64), n),
-                "step": np.tile(np.arange(n, dtype=np.int64), episodes),
-                **{column: steps[..., _AT[field]].ravel()
-                   for column, field in zip(TRACE_COLUMNS, fields, strict=True)},
-            }).with_columns(pl.col("action").cast(pl.Int64)))  # fmt: skip
+            frames.append(
+                pl.DataFrame(
+                    {
+                        "alpha": np.full(episodes * n, float(alpha)),
+                        "k": np.full(episodes * n, int(k), dtype=np.int64),
+                        "seed": np.repeat(np.asarray(seeds, dtype=np.int64), n),
+                        "step": np.tile(np.arange(n, dtype=np.int64), episodes),
+                        **{
+                            column: steps[..., _AT[field]].ravel()
+                            for column, field in zip(TRACE_COLUMNS, fields, strict=True)
+                        },
+                    }
+                ).with_columns(pl.col("action").cast(pl.Int64))
+            )
     return pl.concat(frames)

@@ -55,8 +55,15 @@ STRESS_PREFIX = "stress_"
 STRESS_METRICS: tuple[str, ...] = tuple(f"{STRESS_PREFIX}{m}" for m in EPISODE_METRICS)
 """Metric names of the stress rows in the curves and differences."""
 _STATS = ("mean", "ci_low", "ci_high")
-BENCHMARK_FILES = (CURVES_FILE, DIFFERENCES_FILE, REGRESSION_FILE, REGRET_FILE, ABLATION_FILE,
-                   ADAPTIVITY_FILE, SUMMARY_FILE)  # fmt: skip
+BENCHMARK_FILES = (
+    CURVES_FILE,
+    DIFFERENCES_FILE,
+    REGRESSION_FILE,
+    REGRET_FILE,
+    ABLATION_FILE,
+    ADAPTIVITY_FILE,
+    SUMMARY_FILE,
+)
 
 
 class BenchmarkTables(NamedTuple):
@@ -75,17 +82,21 @@ def stress_as_curves_input(stress: pl.DataFrame) -> pl.DataFrame:
     metrics renamed `stress_<metric>` (the held-out test seeds are the gate's alone)."""
     selection = stress.filter(pl.col("split") == SELECTION_SPLIT).drop("split", "radius")
     return selection.rename(
-        {"alpha": "band_alpha", "alpha0": "alpha",
-         **dict(zip(EPISODE_METRICS, STRESS_METRICS, strict=True))}
-    )  # fmt: skip
+        {
+            "alpha": "band_alpha",
+            "alpha0": "alpha",
+            **dict(zip(EPISODE_METRICS, STRESS_METRICS, strict=True)),
+        }
+    )
 
 
 def worst_band_alpha(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """The rows of `frame` (statistics per `band_alpha` of a stress band) at, per group `by`, the
     band α with the lowest mean fitted stress profit: a policy's worst case, or a comparison's
     worst paired difference -- one α for both arms, chosen on the selection seeds."""
-    score = frame.filter((pl.col("metric") == f"{STRESS_PREFIX}profit")
-                         & (pl.col("detector") == FITTED))  # fmt: skip
+    score = frame.filter(
+        (pl.col("metric") == f"{STRESS_PREFIX}profit") & (pl.col("detector") == FITTED)
+    )
     worst = score.sort("mean", "band_alpha").group_by(by, maintain_order=True).first()
     return frame.join(worst.select(*by, "band_alpha"), on=[*by, "band_alpha"], how="semi")
 
@@ -112,19 +123,28 @@ def benchmark_tables(
     curves = pl.concat([benchmark_curves(nominal), worst_curves.drop("band_alpha")])
     band_pairs = paired_differences(stressed, pairs, STRESS_METRICS)
     worst_pairs = worst_band_alpha(band_pairs, [*PAIR_COLUMNS, "alpha", "k"])
-    differences = pl.concat([paired_differences(nominal, pairs), worst_pairs],
-                            how="diagonal_relaxed")  # fmt: skip
+    differences = pl.concat(
+        [paired_differences(nominal, pairs), worst_pairs], how="diagonal_relaxed"
+    )
     fitted = nominal.filter(pl.col("detector") == FITTED).drop("detector")
     regression = {
-        "metric": "revenue", "regressor": "alpha", "detector": FITTED,
-        "method": REGRESSION_METHOD, "ci_method": CI_METHOD,
+        "metric": "revenue",
+        "regressor": "alpha",
+        "detector": FITTED,
+        "method": REGRESSION_METHOD,
+        "ci_method": CI_METHOD,
         "by_policy": revenue_regression(fitted, by=("policy",)).to_dicts(),
         "by_mode": revenue_regression(fitted, by=("mode",)).to_dicts(),
-    }  # fmt: skip
+    }
     regret = regret_table(nominal, oracle_profits(spec, oracle, nominal))
-    return BenchmarkTables(curves, differences, regression, regret,
-                           factorial_effects(nominal, ablation_tier),
-                           adaptivity_table(traces, nominal, fixed))  # fmt: skip
+    return BenchmarkTables(
+        curves,
+        differences,
+        regression,
+        regret,
+        factorial_effects(nominal, ablation_tier),
+        adaptivity_table(traces, nominal, fixed),
+    )
 
 
 def expected_curve_rows(policies: int, alphas: int, ks: int) -> int:
@@ -154,17 +174,22 @@ def _headline(tables: BenchmarkTables) -> list[str]:
     value = tables.differences.filter(comparison=DETECTOR_VALUE, metric="profit")
     extra = [
         value.group_by("policy", "k").agg(detector_value=over_alphas("mean")),
-        curves.filter(metric="human_harm").group_by("policy", "k")
+        curves.filter(metric="human_harm")
+        .group_by("policy", "k")
         .agg(human_harm=100 * over_alphas("mean")),
         tables.regret.group_by("policy", "k").agg(regret=over_alphas("regret")),
-        curves.filter(metric="false_positive_rate", alpha=0.0).group_by("policy", "k")
+        curves.filter(metric="false_positive_rate", alpha=0.0)
+        .group_by("policy", "k")
         .agg(false_positive_rate=100 * over_alphas("mean")),
-    ]  # fmt: skip
+    ]
     for frame in extra:
         profit = profit.join(frame, on=["policy", "k"], how="left")
-    lines = ["| policy | K | " + " | ".join(f"profit α={float(a):g}" for a in alphas)
-             + " | detector value | human harm % | regret | FPR % α=0 |",
-             "|---|---:|" + "---:|" * (len(alphas) + 4)]  # fmt: skip
+    lines = [
+        "| policy | K | "
+        + " | ".join(f"profit α={float(a):g}" for a in alphas)
+        + " | detector value | human harm % | regret | FPR % α=0 |",
+        "|---|---:|" + "---:|" * (len(alphas) + 4),
+    ]
     for row in profit.sort("policy", "k").iter_rows(named=True):
         extras = ("detector_value", "human_harm", "regret", "false_positive_rate")
         cells = [row[a] for a in alphas] + [row[c] for c in extras]
@@ -179,12 +204,16 @@ def _ablation(ablation: pl.DataFrame) -> list[str]:
     cells = ablation.with_columns(text=text).pivot(
         "metric", index=["train_alpha", "alpha", "k", "effect", "n"], values="text"
     )
-    lines = ["| train α | α | K | effect | " + " | ".join(metrics) + " | n seeds |",
-             "|---:|---:|---:|---|" + "---|" * len(metrics) + "---:|"]  # fmt: skip
+    lines = [
+        "| train α | α | K | effect | " + " | ".join(metrics) + " | n seeds |",
+        "|---:|---:|---:|---|" + "---|" * len(metrics) + "---:|",
+    ]
     for row in cells.sort("train_alpha", "effect", "k", "alpha").iter_rows(named=True):
         values = " | ".join(str(row.get(m) or "–") for m in metrics)
-        lines.append(f"| {row['train_alpha']:g} | {row['alpha']:g} | {row['k']} | "
-                     f"{row['effect']} | {values} | {row['n']} |")  # fmt: skip
+        lines.append(
+            f"| {row['train_alpha']:g} | {row['alpha']:g} | {row['k']} | "
+            f"{row['effect']} | {values} | {row['n']} |"
+        )
     return lines
 
 
@@ -197,8 +226,9 @@ def _adaptivity(tables: BenchmarkTables) -> list[str]:
     that gain's CI is above 0, and how much its action varies with the observed agent share and
     what the variation earns over its own best fixed action (`adaptivity`)."""
     worst = tables.regret.sort("regret", descending=True).group_by("policy").first()
-    gain = tables.differences.filter((pl.col("comparison") == VS_TUNED)
-                                     & (pl.col("metric") == "profit"))  # fmt: skip
+    gain = tables.differences.filter(
+        (pl.col("comparison") == VS_TUNED) & (pl.col("metric") == "profit")
+    )
     if "band_alpha" in gain.columns:
         gain = gain.filter(pl.col("band_alpha").is_null())
     best = gain.sort("ci_low", descending=True).group_by("policy").first()
@@ -208,10 +238,13 @@ def _adaptivity(tables: BenchmarkTables) -> list[str]:
         (pl.col("alpha") == pl.col("alpha").min()) | (pl.col("alpha") == pl.col("alpha").max())
     ).sort("policy", "k", "alpha")
     moves = ends.group_by("policy", "k", maintain_order=True).agg(pl.col("modal_label"))
-    lines = ["| policy | worst-case regret [CI] at (α, K) | best gain over tuned-static [CI] at "
-             "(α, K) | cells with gain CI > 0 | actions played | steps off its modal action | "
-             "modal action at lowest → highest α | own best fixed action | adaptation gain "
-             "[CI] |", "|---|---|---|---:|---:|---:|---|---|---|"]  # fmt: skip
+    lines = [
+        "| policy | worst-case regret [CI] at (α, K) | best gain over tuned-static [CI] at "
+        "(α, K) | cells with gain CI > 0 | actions played | steps off its modal action | "
+        "modal action at lowest → highest α | own best fixed action | adaptation gain "
+        "[CI] |",
+        "|---|---|---|---:|---:|---:|---|---|---|",
+    ]
     grid = tables.adaptivity.filter(pl.col("alpha").is_null())
     for row in grid.sort("policy").iter_rows(named=True):  # one row per policy
         policy = row["policy"]
@@ -219,15 +252,17 @@ def _adaptivity(tables: BenchmarkTables) -> list[str]:
         versus = best.filter(policy=policy)
         b = versus.row(0, named=True) if versus.height else None
         n_above = above.filter(policy=policy)["above"]
-        move = "; ".join(f"K={k}: {' → '.join(labels)}" for k, labels in
-                         moves.filter(policy=policy).select("k", "modal_label").rows())  # fmt: skip
+        move = "; ".join(
+            f"K={k}: {' → '.join(labels)}"
+            for k, labels in moves.filter(policy=policy).select("k", "modal_label").rows()
+        )
         lines.append(
             f"| {policy} | {_interval(w, 'regret')} at ({w['alpha']:g}, {w['k']}) | "
             + (f"{_interval(b)} at ({b['alpha']:g}, {b['k']}) | " if b else "– | ")
             + f"{n_above[0] if n_above.len() else '–'} | {row['actions_played']} | "
             f"{100 * (1 - row['modal_share']):.1f}% | {move} | {row['fixed_label']} | "
             f"{_interval(row)} |"
-        )  # fmt: skip
+        )
     return lines
 
 
@@ -235,17 +270,32 @@ def summary_markdown(store: str, tables: BenchmarkTables) -> str:
     """The headline table (fitted detector; detector value, human harm and regret are means over
     the α grid), the regret and adaptivity table (`_adaptivity`) and the ablation table (effects
     on profit, leak and human harm with t CIs)."""
-    lines = [f"# Benchmark {store}", "", f"Nominal, fitted detector; intervals: {CI_METHOD}.",
-             "", *_headline(tables), "", "## Regret, gain over tuned-static and adaptivity", "",
-             "Tuned-static's regret is the most any α-aware rule can gain over it (the oracle "
-             "plays the best fixed action of each (α, K)).", "", *_adaptivity(tables), "",
-             "## λ × adversary ablation", ""]  # fmt: skip
+    lines = [
+        f"# Benchmark {store}",
+        "",
+        f"Nominal, fitted detector; intervals: {CI_METHOD}.",
+        "",
+        *_headline(tables),
+        "",
+        "## Regret, gain over tuned-static and adaptivity",
+        "",
+        "Tuned-static's regret is the most any α-aware rule can gain over it (the oracle "
+        "plays the best fixed action of each (α, K)).",
+        "",
+        *_adaptivity(tables),
+        "",
+        "## λ × adversary ablation",
+        "",
+    ]
     if tables.ablation.is_empty():
         return "\n".join([*lines, "No tier was trained in all four modes.", ""])
     tier = tables.ablation["tier"][0]
-    lines += [f"Tier {tier}: main effects of λ and of the adversary, and their interaction "
-              f"(`contrasts.FACTORIAL_EFFECTS`), paired by episode seed.", "",
-              *_ablation(tables.ablation)]  # fmt: skip
+    lines += [
+        f"Tier {tier}: main effects of λ and of the adversary, and their interaction "
+        f"(`contrasts.FACTORIAL_EFFECTS`), paired by episode seed.",
+        "",
+        *_ablation(tables.ablation),
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -207,8 +207,12 @@ class ScoreCalibration:
     @classmethod
     def from_dict(cls, payload: dict[str, Any]) -> ScoreCalibration:
         """Inverse of :meth:`to_dict`."""
-        return cls(**{name: payload[name] for name in ("method", "temperature", "intercept",
-                                                        "slope", "ridge")})  # fmt: skip
+        return cls(
+            **{
+                name: payload[name]
+                for name in ("method", "temperature", "intercept", "slope", "ridge")
+            }
+        )
 
 
 def fit_score_calibration(

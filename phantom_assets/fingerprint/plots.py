@@ -56,8 +56,14 @@ def plot_gap_histograms(scores: pl.DataFrame, bins: int = 40) -> Figure:
     for actor in (*ACTORS, UNKNOWN_ACTOR):  # loop over <= 3 classes
         values = finite.filter(pl.col("actor") == actor)["gap"].to_numpy()
         if values.size:
-            ax.hist(values, bins=edges, alpha=0.5, density=True, color=_COLORS[actor],
-                    label=f"{actor} (n = {values.size})")  # fmt: skip
+            ax.hist(
+                values,
+                bins=edges,
+                alpha=0.5,
+                density=True,
+                color=_COLORS[actor],
+                label=f"{actor} (n = {values.size})",
+            )
     ax.axvline(0.0, color="black", linewidth=0.8, linestyle="--")
     ax.set_xlabel("gap = Δ_H − Δ_A (positive = agent-like)")
     ax.set_ylabel("density")

@@ -208,12 +208,15 @@ def session_counts(sessions: pl.DataFrame, k: int) -> SessionCounts:
     names, experiment = np.unique(labeled["_xp"].to_numpy().astype(str), return_inverse=True)
     t = encode_trajectories(labeled["trajectory"])
     return counts_from_codes(
-        t.session, t.src, t.dst, t.n_events,
+        t.session,
+        t.src,
+        t.dst,
+        t.n_events,
         fold=labeled["fold"].to_numpy(),
         experiment=experiment.ravel(),
         experiment_hash=stable_hash64(pl.Series(names.tolist(), dtype=pl.String)),
         is_agent=(labeled["actor"] == ACTORS[1]).to_numpy(),
-    )  # fmt: skip
+    )
 
 
 def batch_size(data: SessionCounts) -> int:

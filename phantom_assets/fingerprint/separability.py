@@ -155,9 +155,15 @@ def prefix_curve(prefix: pl.DataFrame) -> tuple[dict[str, Any], ...]:
         acc, bal = _accuracy(gap, is_agent) if both else (float("nan"), float("nan"))
         value = auc(gap[~is_agent], gap[is_agent]) if both else float("nan")
         curve.append(
-            {"prefix_len": int(p), "n_human": n_h, "n_agent": n_a, "accuracy": acc,
-             "balanced_accuracy": bal, "auc": value}
-        )  # fmt: skip
+            {
+                "prefix_len": int(p),
+                "n_human": n_h,
+                "n_agent": n_a,
+                "accuracy": acc,
+                "balanced_accuracy": bal,
+                "auc": value,
+            }
+        )
     return tuple(curve)
 
 
@@ -174,12 +180,23 @@ def _calibrated(
     descriptive = float(kernel_divergence(total[0], total[1], params.kappa))
     if params.kappa <= 0:
         nan = float("nan")
-        return {"p_value": nan, "p_method": UNAVAILABLE, "p_floor": nan, "auc_ci_low": nan,
-                "auc_ci_high": nan, "auc_ci_method": UNAVAILABLE,
-                "n_test_experiments": {}, "test_auc": nan, "test_auc_null_mean": nan,
-                "kernel_divergence": descriptive, "kernel_divergence_test": nan,
-                "kernel_divergence_null_mean": nan, "kernel_divergence_null_q95": nan,
-                "kernel_divergence_p": nan, "kernel_divergence_p_method": UNAVAILABLE}  # fmt: skip
+        return {
+            "p_value": nan,
+            "p_method": UNAVAILABLE,
+            "p_floor": nan,
+            "auc_ci_low": nan,
+            "auc_ci_high": nan,
+            "auc_ci_method": UNAVAILABLE,
+            "n_test_experiments": {},
+            "test_auc": nan,
+            "test_auc_null_mean": nan,
+            "kernel_divergence": descriptive,
+            "kernel_divergence_test": nan,
+            "kernel_divergence_null_mean": nan,
+            "kernel_divergence_null_q95": nan,
+            "kernel_divergence_p": nan,
+            "kernel_divergence_p_method": UNAVAILABLE,
+        }
     test = experiment_permutation_test(
         data, kappa=params.kappa, n_permutations=params.n_permutations, rng=rng
     )

@@ -21,8 +21,9 @@ def engagement_w1(human: ChainBank, agent: ChainBank, grid: int = 4096) -> float
     """W1 between the two banks' quote-time engagement laws: ∫₀¹ |F_H⁻¹(u) − F_A⁻¹(u)| du on a
     midpoint grid of `grid` quantiles."""
     u = (np.arange(grid) + 0.5) / grid
-    return float(np.mean(np.abs(np.quantile(human.engagement, u)
-                                - np.quantile(agent.engagement, u))))  # fmt: skip
+    return float(
+        np.mean(np.abs(np.quantile(human.engagement, u) - np.quantile(agent.engagement, u)))
+    )
 
 
 def alpha_half_width(spec: MarketSpec) -> float:

@@ -208,8 +208,10 @@ def session_bank(
     """
     folds = np.asarray(folds, dtype=np.int64)
     if folds.shape != (len(trajectories),) or (folds.size and folds.max() >= len(fold_llr)):
-        raise ValueError(f"need one fold in [0, {len(fold_llr)}) per session, got shape "
-                         f"{folds.shape} for {len(trajectories)} sessions")  # fmt: skip
+        raise ValueError(
+            f"need one fold in [0, {len(fold_llr)}) per session, got shape "
+            f"{folds.shape} for {len(trajectories)} sessions"
+        )
     if folds.size and folds.min() < 0:
         raise ValueError(f"fold ids must be >= 0, got {folds.min()}")
     encoded = encode_trajectories(trajectories)
@@ -224,8 +226,10 @@ def fold_log_ratios(
 ) -> np.ndarray:
     """(k, S·S) log K_A − log K_H per move of each fold's pair of class kernels."""
     if len(human_folds) != len(agent_folds) or not human_folds:
-        raise ValueError(f"need as many human as agent fold kernels (>= 1), got "
-                         f"{len(human_folds)} and {len(agent_folds)}")  # fmt: skip
+        raise ValueError(
+            f"need as many human as agent fold kernels (>= 1), got "
+            f"{len(human_folds)} and {len(agent_folds)}"
+        )
     return np.stack([_llr(h, a).ravel() for h, a in zip(human_folds, agent_folds, strict=True)])
 
 

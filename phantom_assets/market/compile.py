@@ -60,8 +60,10 @@ def chain_banks(
     their engagement in `signal` (`constants.ENGAGEMENT_SIGNALS`)."""
     rng = np.random.default_rng(seed)
     weights = ENGAGEMENT_SIGNALS[signal]
-    tables = [bank_tables(k, kernel_human, kernel_agent, states, weights)
-              for k in (kernel_human, kernel_agent)]  # fmt: skip
+    tables = [
+        bank_tables(k, kernel_human, kernel_agent, states, weights)
+        for k in (kernel_human, kernel_agent)
+    ]
     human, agent = (build_chain_bank(t, size, rng, MAX_CHAIN_LEN, f_coef) for t in tables)
     return human, agent
 
@@ -87,15 +89,22 @@ def _store_terms(
     if prices is not None and prices.source == "logs":
         anchors = prices.anchors.sort("product_id")
         counts = anchors["n_quotes"].to_numpy().astype(np.float64)
-        terms = {"product_ids": tuple(anchors["product_id"]),
-                 "anchor": anchors["anchor"].to_numpy(), "product_weights": counts / counts.sum(),
-                 "markup": prices.markup, "quote_noise": prices.quote_noise,
-                 "signal": prices.signal}  # fmt: skip
+        terms = {
+            "product_ids": tuple(anchors["product_id"]),
+            "anchor": anchors["anchor"].to_numpy(),
+            "product_weights": counts / counts.sum(),
+            "markup": prices.markup,
+            "quote_noise": prices.quote_noise,
+            "signal": prices.signal,
+        }
         return terms, dict.fromkeys(("anchor", "product_weights", "markup", "quote_noise"), "logs")
     anchor = anchor_prices(config.declared_products, anchor_seed, config.declared_anchor_range)
-    terms = {"anchor": anchor, "markup": config.declared_markup,
-             "quote_noise": config.declared_quote_noise,
-             "signal": prices.signal if prices is not None else "demand_proxy"}  # fmt: skip
+    terms = {
+        "anchor": anchor,
+        "markup": config.declared_markup,
+        "quote_noise": config.declared_quote_noise,
+        "signal": prices.signal if prices is not None else "demand_proxy",
+    }
     return terms, dict.fromkeys(("anchor", "product_weights", "markup", "quote_noise"), "declared")
 
 
@@ -115,10 +124,16 @@ def _demand_terms(
         source = "logs"
     else:
         conversion = None if demand is None else demand.conversion
-        point = np.array(revealed_preference(
-            markup_factor(human.engagement, scale), markup, config.valuation_sd,
-            config.cost_share, conversion, config.declared_in_market,
-        ))  # fmt: skip
+        point = np.array(
+            revealed_preference(
+                markup_factor(human.engagement, scale),
+                markup,
+                config.valuation_sd,
+                config.cost_share,
+                conversion,
+                config.declared_in_market,
+            )
+        )
         rows = np.full((0 if demand is None else config.store_replicates, 4), np.nan)
         source = "declared"
     law, agent_point = config.agent_valuation, point[:3]
@@ -130,11 +145,17 @@ def _demand_terms(
     elif law == "agent_fit":  # not identified: the principals pay like the store's humans
         law = "human_marginal"
     terms = {
-        "mu_human": point[0], "beta_human": point[1], "sigma_human": point[2],
-        "in_market": point[3], "mu_agent": agent_point[0], "beta_agent": agent_point[1],
-        "sigma_agent": agent_point[2], "agent_valuation": law, "valuation_scale": scale,
+        "mu_human": point[0],
+        "beta_human": point[1],
+        "sigma_human": point[2],
+        "in_market": point[3],
+        "mu_agent": agent_point[0],
+        "beta_agent": agent_point[1],
+        "sigma_agent": agent_point[2],
+        "agent_valuation": law,
+        "valuation_scale": scale,
         "demand_replicates": np.column_stack([rows, agent_rows]),
-    }  # fmt: skip
+    }
     agent_source = "logs" if law == "agent_fit" else "declared"
     return terms, {"valuation": source, "in_market": source, "agent_valuation": agent_source}
 
@@ -180,8 +201,14 @@ def compile_market_spec(
             raise ValueError("MarketConfig.bank is 'empirical': pass the store's session banks")
         human, agent = sessions
     else:
-        human, agent = chain_banks(kernel_human, kernel_agent, config.chain_bank_size,
-                                   anchor_seed + BANK_STREAM, f_coef, signal)  # fmt: skip
+        human, agent = chain_banks(
+            kernel_human,
+            kernel_agent,
+            config.chain_bank_size,
+            anchor_seed + BANK_STREAM,
+            f_coef,
+            signal,
+        )
     engaged = max(float(human.engagement.mean()), 1e-6)
     fitted_s0 = prices is not None and prices.source == "logs" and prices.s0 is not None
     s0 = float(prices.s0) if fitted_s0 else config.engagement_scale_share * engaged
@@ -201,10 +228,14 @@ def compile_market_spec(
         demand_terms["agent_multiplicity"] = session_multiplicities(agent_xps, replicates)
     sources.update(
         engagement_scale=prices.s0_source if fitted_s0 else "declared",  # type: ignore[union-attr]
-        signal="logs" if sources["markup"] == "logs" else "declared", bank=config.bank,
-        cost_share="declared", price_cap="declared", reference_engagement="declared",
-        detector_threshold="empirical", **demand_sources,
-    )  # fmt: skip
+        signal="logs" if sources["markup"] == "logs" else "declared",
+        bank=config.bank,
+        cost_share="declared",
+        price_cap="declared",
+        reference_engagement="declared",
+        detector_threshold="empirical",
+        **demand_sources,
+    )
     fields: dict[str, Any] = {
         "kernel_human": kernel_human,
         "kernel_agent": kernel_agent,

@@ -156,8 +156,11 @@ def decoy_scores(
     available = strata.counts[from_agent, stratum] > 0
     cls = np.where(available, from_agent, 1 - from_agent)  # a session's own class is there
     index = strata.offsets[cls, stratum] + (picks * strata.counts[cls, stratum]).astype(np.int64)
-    scores = np.where(cls == 1, strata.scores[1][np.minimum(index, strata.scores[1].size - 1)],
-                      strata.scores[0][np.minimum(index, strata.scores[0].size - 1)])  # fmt: skip
+    scores = np.where(
+        cls == 1,
+        strata.scores[1][np.minimum(index, strata.scores[1].size - 1)],
+        strata.scores[0][np.minimum(index, strata.scores[0].size - 1)],
+    )
     return scores[:, 0], scores[:, 1:]
 
 

@@ -128,8 +128,9 @@ class Engine:
     @cached_property
     def constants(self) -> MarketConstants:
         """The scalar constants, as the compiled step takes them."""
-        return MarketConstants(float(self.noise), float(self.s0), float(self.s_ref),
-                               float(self.tau))  # fmt: skip
+        return MarketConstants(
+            float(self.noise), float(self.s0), float(self.s_ref), float(self.tau)
+        )
 
     @cached_property
     def strata(self) -> EngagementStrata:
@@ -140,13 +141,22 @@ class Engine:
         """Both banks' per-chain tables at detector strength δ (cached: steps only read them)."""
         if delta not in self._tables:
             lift = float(delta) * self.s_ref
-            g = [_markup_table(bank.engagement, bank.score, lift, self.tau, self.s0)
-                 for bank in self.banks]  # fmt: skip
+            g = [
+                _markup_table(bank.engagement, bank.score, lift, self.tau, self.s0)
+                for bank in self.banks
+            ]
             human, agent = (
-                _aligned_rows((bank.engagement, bank.score, bank.weight, g_bank,
-                               markup_factor(bank.engagement, self.valuation_scale)))
+                _aligned_rows(
+                    (
+                        bank.engagement,
+                        bank.score,
+                        bank.weight,
+                        g_bank,
+                        markup_factor(bank.engagement, self.valuation_scale),
+                    )
+                )
                 for bank, g_bank in zip(self.banks, g, strict=True)
-            )  # fmt: skip
+            )
             undefended = self.step_tables(0.0).human_g_undefended if delta else g[0]
             self._tables[delta] = StepTables(human, agent, undefended, float(g[0].mean()))
         return self._tables[delta]
@@ -154,10 +164,17 @@ class Engine:
 
 @njit(cache=True, boundscheck=True)
 def _step_totals(
-    action: tuple, reference: tuple, constants: tuple, demand: tuple, prices: tuple,
-    draws: tuple, alphas: np.ndarray, ks: np.ndarray, tables: tuple,
+    action: tuple,
+    reference: tuple,
+    constants: tuple,
+    demand: tuple,
+    prices: tuple,
+    draws: tuple,
+    alphas: np.ndarray,
+    ks: np.ndarray,
+    tables: tuple,
     decoys: tuple[np.ndarray, np.ndarray] | None,
-) -> np.ndarray:  # fmt: skip
+) -> np.ndarray:
     """(C, len(Column) + P) totals of one step for every candidate (α_c, K_c); see
     `simulate_step`. `action` is (level, markup, δ), `reference` the reference response's
     (level, markup); `constants`, `demand`, `draws` and `tables` are the fields of
@@ -200,8 +217,9 @@ def _step_totals(
         q_reference = quote(reference_base, reference_markup, g_undefended, w, u, p_low, p_high)
         # Valuations rise with the engagement of the shopper's session as a human (its need).
         shopping = u_market[i] < in_market
-        v_human = anchor[product] * (mu_human + beta_human * human[human_chain, 4]
-                                     + sigma_human * z[i])  # fmt: skip
+        v_human = anchor[product] * (
+            mu_human + beta_human * human[human_chain, 4] + sigma_human * z[i]
+        )
         buys = 1.0 if shopping and v_human >= q_human else 0.0
         buys_reference = 1.0 if shopping and v_human >= q_reference else 0.0
         lost = max(buys_reference - buys, 0.0)
@@ -229,8 +247,9 @@ def _step_totals(
         elif law == 1.0:
             v_agent = anchor[product] * (mu_human + sigma_human * z[i])
         else:
-            v_agent = anchor[product] * (mu_agent + beta_agent * agent[agent_chains[i, 0], 4]
-                                         + sigma_agent * z[i])  # fmt: skip
+            v_agent = anchor[product] * (
+                mu_agent + beta_agent * agent[agent_chains[i, 0], 4] + sigma_agent * z[i]
+            )
         reference = base * (1.0 + markup * human_reference)
         for c in range(alphas.size):
             row = totals[c]
@@ -308,7 +327,15 @@ def simulate_step(
         raise ValueError(f"ks must lie in [1, K_max = {k_max}] of the draws, got {ks.tolist()}")
     prices = (engine.anchor, engine.p_low, engine.p_high)
     law = engine.demand if demand is None else demand
-    return _step_totals((float(level), float(m), float(delta)),
-                        (float(reference[0]), float(reference[1])), tuple(engine.constants),
-                        tuple(float(x) for x in law), prices, tuple(draws), alphas, ks,
-                        tuple(engine.step_tables(delta)), decoy_scores)  # fmt: skip
+    return _step_totals(
+        (float(level), float(m), float(delta)),
+        (float(reference[0]), float(reference[1])),
+        tuple(engine.constants),
+        tuple(float(x) for x in law),
+        prices,
+        tuple(draws),
+        alphas,
+        ks,
+        tuple(engine.step_tables(delta)),
+        decoy_scores,
+    )

@@ -17,19 +17,31 @@ from phantom_assets.market.law import EpisodeLaw
 from phantom_assets.market.spec import MarketSpec
 from phantom_assets.market.world import draw_world, point_world
 
-OBS_EXTRA: tuple[str, ...] = ("score_mean", "alpha_hat", "shopper_alpha_hat",
-                              "low_engagement_share", "markup", "detector")  # fmt: skip
+OBS_EXTRA: tuple[str, ...] = (
+    "score_mean",
+    "alpha_hat",
+    "shopper_alpha_hat",
+    "low_engagement_share",
+    "markup",
+    "detector",
+)
 """Observation entries after the per-product demand shares and base prices."""
 
 
 def engine_of(spec: MarketSpec) -> Engine:
     """The spec's quoting rule and constants."""
     return Engine(
-        anchor=np.asarray(spec.anchor), p_low=spec.p_low, p_high=spec.p_high,
-        noise=spec.quote_noise, s0=spec.engagement_scale, s_ref=spec.reference_engagement,
-        tau=spec.detector_threshold, valuation_scale=spec.valuation_scale,
-        demand=point_world(spec).demand, banks=spec.banks,
-    )  # fmt: skip
+        anchor=np.asarray(spec.anchor),
+        p_low=spec.p_low,
+        p_high=spec.p_high,
+        noise=spec.quote_noise,
+        s0=spec.engagement_scale,
+        s_ref=spec.reference_engagement,
+        tau=spec.detector_threshold,
+        valuation_scale=spec.valuation_scale,
+        demand=point_world(spec).demand,
+        banks=spec.banks,
+    )
 
 
 class PricingMarketEnv(gym.Env):
@@ -109,8 +121,9 @@ class PricingMarketEnv(gym.Env):
         n = spec.n_products
         self._n_actions = spec.n_actions
         self.action_space = spaces.Discrete(self._n_actions)
-        self.observation_space = spaces.Box(0.0, 1.0, shape=(2 * n + len(OBS_EXTRA),),
-                                            dtype=np.float32)  # fmt: skip
+        self.observation_space = spaces.Box(
+            0.0, 1.0, shape=(2 * n + len(OBS_EXTRA),), dtype=np.float32
+        )
         self.engine = engine_of(spec) if engine is None else engine
         self.half_width = alpha_half_width(spec)
         human, agent = spec.banks
@@ -130,8 +143,10 @@ class PricingMarketEnv(gym.Env):
             None if reference_action is None else self._action_values[reference_action][:2]
         )
         # Each action's base prices as observed: (anchor·level − p_low)/(p_high − p_low) in [0, 1].
-        self._level_prices = [np.clip((spec.anchor * level - spec.p_low) / self._price_span, 0, 1)
-                              for level, _, _ in self._action_values]  # fmt: skip
+        self._level_prices = [
+            np.clip((spec.anchor * level - spec.p_low) / self._price_span, 0, 1)
+            for level, _, _ in self._action_values
+        ]
         self._obs = np.zeros(self.observation_space.shape, dtype=np.float32)
 
     def _simulate(self, action: int, candidates: Candidates) -> np.ndarray:
@@ -139,16 +154,25 @@ class PricingMarketEnv(gym.Env):
         level, m, delta = self._action_values[action]
         alphas, ks = candidates
         k_max = int(ks.max())
-        draws = draw_step(self.np_random, self.market.shoppers_per_step, self._product_cdf,
-                          k_max, self._world)  # fmt: skip
+        draws = draw_step(
+            self.np_random, self.market.shoppers_per_step, self._product_cdf, k_max, self._world
+        )
         decoys = None
         if self.detector == "permuted":
             share = agent_session_share(self.alpha, self.k)
             human, agent = self.engine.banks
             engagement = (human.engagement[draws.human_chain], agent.engagement[draws.agent_chain])
             decoys = decoy_scores(self._decoy_rng, self.engine.strata, share, engagement)
-        return simulate_step(self.engine, (level, m, delta), draws, alphas, ks, decoys,
-                             self._reference, self._world.demand)  # fmt: skip
+        return simulate_step(
+            self.engine,
+            (level, m, delta),
+            draws,
+            alphas,
+            ks,
+            decoys,
+            self._reference,
+            self._world.demand,
+        )
 
     def _observe(self, totals: np.ndarray, action: int) -> tuple[np.ndarray, dict[str, Any]]:
         """The observation after a step with these totals, and the totals by column name."""
@@ -164,8 +188,14 @@ class PricingMarketEnv(gym.Env):
         bought = step["human_purchases"] + step["agent_purchases"]
         low = step["low_engagement_purchases"] / bought if bought > 0 else 0.0
         _, m, delta = self._action_values[action]
-        extra = (score_mean, alpha_hat, shopper_hat, low, m / self._maxima[0],
-                 delta / self._maxima[1])  # fmt: skip
+        extra = (
+            score_mean,
+            alpha_hat,
+            shopper_hat,
+            low,
+            m / self._maxima[0],
+            delta / self._maxima[1],
+        )
         obs = np.empty(2 * n + len(OBS_EXTRA), dtype=np.float32)
         obs[:n] = demand / total if total > 0 else 0.0
         obs[n : 2 * n] = self._level_prices[action]
@@ -198,9 +228,12 @@ class PricingMarketEnv(gym.Env):
         self._action = self._undefended_action
         warm = self._simulate(self._action, nominal)[0]  # the warm-up: nominal (α, K)
         self._obs, _ = self._observe(warm, self._action)
-        info = {"alpha": self.alpha, "k": self.k,
-                "candidate_alphas": self._candidates.alphas.copy(),
-                "candidate_ks": self._candidates.ks.copy()}  # fmt: skip
+        info = {
+            "alpha": self.alpha,
+            "k": self.k,
+            "candidate_alphas": self._candidates.alphas.copy(),
+            "candidate_ks": self._candidates.ks.copy(),
+        }
         return self._obs.copy(), info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -216,18 +249,25 @@ class PricingMarketEnv(gym.Env):
         volatility = abs(level - self._action_values[self._action][0])
         candidates = self._candidates
         totals = self._simulate(action, candidates)
-        rewards = (totals[:, Column.PROFIT] - spec.eta_ux * volatility
-                   - self.lam * totals[:, Column.LEAK])  # fmt: skip
+        rewards = (
+            totals[:, Column.PROFIT] - spec.eta_ux * volatility - self.lam * totals[:, Column.LEAK]
+        )
         chosen = int(np.argmin(rewards)) if self.robust else 0
         self._action = action
         self._obs, info = self._observe(totals[chosen], action)
         info.update(
-            volatility=volatility, level=level, markup=m, detector=delta,
-            alpha=float(candidates.alphas[chosen]), k=int(candidates.ks[chosen]),
-            alpha_nominal=self.alpha, k_nominal=self.k,
-            candidate_alphas=candidates.alphas.copy(), candidate_ks=candidates.ks.copy(),
+            volatility=volatility,
+            level=level,
+            markup=m,
+            detector=delta,
+            alpha=float(candidates.alphas[chosen]),
+            k=int(candidates.ks[chosen]),
+            alpha_nominal=self.alpha,
+            k_nominal=self.k,
+            candidate_alphas=candidates.alphas.copy(),
+            candidate_ks=candidates.ks.copy(),
             candidate_rewards=rewards,
-        )  # fmt: skip
+        )
         return self._obs.copy(), float(rewards[chosen]), False, False, info
 
 
@@ -265,6 +305,15 @@ def make_env(
     engine: Engine | None = None,
 ) -> gym.Env:
     """A `PricingMarketEnv` wrapped in `TimeLimit(max_episode_steps or spec.episode_steps)`."""
-    env = PricingMarketEnv(spec, alpha, k, robust=robust, lam=lam, detector=detector,
-                           reference_action=reference_action, law=law, engine=engine)  # fmt: skip
+    env = PricingMarketEnv(
+        spec,
+        alpha,
+        k,
+        robust=robust,
+        lam=lam,
+        detector=detector,
+        reference_action=reference_action,
+        law=law,
+        engine=engine,
+    )
     return TimeLimit(env, max_episode_steps=max_episode_steps or spec.episode_steps)

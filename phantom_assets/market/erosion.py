@@ -33,15 +33,27 @@ from phantom_assets.market.spec import MarketSpec
 from phantom_assets.market.world import DemandLaw
 
 EROSION_METRICS: tuple[str, ...] = (
-    "coi_h", "coi_a", "coi", "human_price_paid", "agent_price_paid", "human_purchases",
-    "agent_purchases", "leak",
-)  # fmt: skip
+    "coi_h",
+    "coi_a",
+    "coi",
+    "human_price_paid",
+    "agent_price_paid",
+    "human_purchases",
+    "agent_purchases",
+    "leak",
+)
 """Per-episode metrics of the erosion table (ratios NaN where their class bought nothing)."""
 
 EROSION_SCHEMA: dict[str, pl.DataType] = {
-    "detector": pl.Float64(), "alpha": pl.Float64(), "k": pl.Int64(), "metric": pl.String(),
-    "mean": pl.Float64(), "ci_low": pl.Float64(), "ci_high": pl.Float64(), "n": pl.Int64(),
-}  # fmt: skip
+    "detector": pl.Float64(),
+    "alpha": pl.Float64(),
+    "k": pl.Int64(),
+    "metric": pl.String(),
+    "mean": pl.Float64(),
+    "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(),
+    "n": pl.Int64(),
+}
 """Every erosion metric (`erosion_metrics.parquet`); `n` = seeds where the metric is defined."""
 CLASS_METRICS: dict[str, str] = {"coi_h": "human", "coi_a": "agent", "coi": "all"}
 """The COI metric of each class of the `coi_erosion.parquet` contract
@@ -49,8 +61,14 @@ CLASS_METRICS: dict[str, str] = {"coi_h": "human", "coi_a": "agent", "coi": "all
 
 CI_METHOD = "student_t_over_episode_seeds"
 
-_TOTALS = ("revenue", "human_purchases", "agent_purchases", "human_premium", "agent_premium",
-           "leak")  # fmt: skip
+_TOTALS = (
+    "revenue",
+    "human_purchases",
+    "agent_purchases",
+    "human_premium",
+    "agent_premium",
+    "leak",
+)
 
 
 def erosion_detectors(spec: MarketSpec, detectors: Sequence[float] | None) -> tuple[float, ...]:
@@ -60,9 +78,13 @@ def erosion_detectors(spec: MarketSpec, detectors: Sequence[float] | None) -> tu
 
 
 def _class_totals(
-    engine: Engine, action: tuple[float, float, float], draws: StepDraws, alpha: float,
-    ks: np.ndarray, demand: DemandLaw,
-) -> np.ndarray:  # fmt: skip
+    engine: Engine,
+    action: tuple[float, float, float],
+    draws: StepDraws,
+    alpha: float,
+    ks: np.ndarray,
+    demand: DemandLaw,
+) -> np.ndarray:
     """(K, len(_TOTALS)) episode totals of `draws`' shoppers, all agents (α = 1) or all humans
     (α = 0), per K (zeros when there are none), under the episode's demand."""
     if draws.z.size == 0:
@@ -99,8 +121,9 @@ def seed_metrics(
             action = (level, markup, delta)
             for j, alpha in enumerate(alphas):
                 agent = draws.u_agent < alpha
-                a = _class_totals(engine, action, subset_draws(draws, agent), 1.0, grid,
-                                  world.demand)  # fmt: skip
+                a = _class_totals(
+                    engine, action, subset_draws(draws, agent), 1.0, grid, world.demand
+                )
                 # Humans do not depend on K: one candidate, the same for every K.
                 humans = subset_draws(draws, ~agent)
                 h = np.broadcast_to(
@@ -108,12 +131,19 @@ def seed_metrics(
                 )
                 bought_h, bought_a = h[:, col["human_purchases"]], a[:, col["agent_purchases"]]
                 premium_h, premium_a = h[:, col["human_premium"]], a[:, col["agent_premium"]]
-                out[i, d, j] = np.stack([
-                    _ratio(premium_h, bought_h), _ratio(premium_a, bought_a),
-                    _ratio(premium_h + premium_a, bought_h + bought_a),
-                    _ratio(h[:, col["revenue"]], bought_h), _ratio(a[:, col["revenue"]], bought_a),
-                    bought_h, bought_a, a[:, col["leak"]],
-                ], axis=-1)  # fmt: skip
+                out[i, d, j] = np.stack(
+                    [
+                        _ratio(premium_h, bought_h),
+                        _ratio(premium_a, bought_a),
+                        _ratio(premium_h + premium_a, bought_h + bought_a),
+                        _ratio(h[:, col["revenue"]], bought_h),
+                        _ratio(a[:, col["revenue"]], bought_a),
+                        bought_h,
+                        bought_a,
+                        a[:, col["leak"]],
+                    ],
+                    axis=-1,
+                )
     return out
 
 
@@ -138,12 +168,19 @@ def coi_erosion(
     values = seed_metrics(spec, alphas, ks, seeds, steps, deltas)
     mean, _, low, high, n = seed_t_interval(values, level)
     d, a, k, m = (idx.ravel() for idx in np.indices(mean.shape))
-    table = pl.DataFrame({
-        "detector": np.asarray(deltas, dtype=np.float64)[d],
-        "alpha": np.asarray(alphas, dtype=np.float64)[a], "k": np.asarray(ks)[k],
-        "metric": np.asarray(EROSION_METRICS)[m], "mean": mean.ravel(), "ci_low": low.ravel(),
-        "ci_high": high.ravel(), "n": n.ravel(),
-    }, schema=EROSION_SCHEMA)  # fmt: skip
+    table = pl.DataFrame(
+        {
+            "detector": np.asarray(deltas, dtype=np.float64)[d],
+            "alpha": np.asarray(alphas, dtype=np.float64)[a],
+            "k": np.asarray(ks)[k],
+            "metric": np.asarray(EROSION_METRICS)[m],
+            "mean": mean.ravel(),
+            "ci_low": low.ravel(),
+            "ci_high": high.ravel(),
+            "n": n.ravel(),
+        },
+        schema=EROSION_SCHEMA,
+    )
     return table.filter(pl.col("n") > 0).sort("detector", "metric", "alpha", "k")
 
 
@@ -192,9 +229,15 @@ def coi_by_class(table: pl.DataFrame) -> pl.DataFrame:
     rows."""
     rows = table.filter(pl.col("metric").is_in(list(CLASS_METRICS)))
     return rows.select(
-        "alpha", "k", pl.col("metric").replace_strict(CLASS_METRICS).alias("class"),
-        pl.col("mean").alias("coi"), "ci_low", "ci_high", "n", "detector",
-    ).sort("detector", "class", "alpha", "k")  # fmt: skip
+        "alpha",
+        "k",
+        pl.col("metric").replace_strict(CLASS_METRICS).alias("class"),
+        pl.col("mean").alias("coi"),
+        "ci_low",
+        "ci_high",
+        "n",
+        "detector",
+    ).sort("detector", "class", "alpha", "k")
 
 
 def agent_coi_by_k(table: pl.DataFrame, detector: float = 0.0) -> pl.DataFrame:

@@ -67,6 +67,8 @@ def training_law(agents: AgentsConfig, alpha0: float) -> EpisodeLaw:
     band = (max(0.0, alpha0 - radius), min(1.0, alpha0 + radius))
     grid = tuple(a for a in agents.alpha_grid if band[0] <= a <= band[1])
     if agents.train_law == "grid" and not grid:
-        raise ValueError(f"[agents] train_law = 'grid': no alpha_grid point lies in the training "
-                         f"band {band} of alpha {alpha0}; widen train_alpha_radius")  # fmt: skip
+        raise ValueError(
+            f"[agents] train_law = 'grid': no alpha_grid point lies in the training "
+            f"band {band} of alpha {alpha0}; widen train_alpha_radius"
+        )
     return EpisodeLaw(band, tuple(int(k) for k in agents.k_grid), agents.train_law, grid)

@@ -43,15 +43,23 @@ SEPARATION_TOLERANCE = 0.05
 """An estimate separates low from high α when its best one-step threshold misreads at most this
 share of steps (balanced over the two groups)."""
 OBSERVATION_SCHEMA: dict[str, pl.DataType] = {
-    "estimate": pl.String(), "alpha": pl.Float64(), "k": pl.Int64(),
-    "session_share": pl.Float64(), "mean": pl.Float64(), "sd": pl.Float64(),
-    "mae_alpha": pl.Float64(), "n_steps": pl.Int64(),
-}  # fmt: skip
+    "estimate": pl.String(),
+    "alpha": pl.Float64(),
+    "k": pl.Int64(),
+    "session_share": pl.Float64(),
+    "mean": pl.Float64(),
+    "sd": pl.Float64(),
+    "mae_alpha": pl.Float64(),
+    "n_steps": pl.Int64(),
+}
 """Per estimate and (α, K): the agent session share, the per-step mean and sd of the estimate, its
 mean absolute error against α and the steps measured."""
 SEPARATION_SCHEMA: dict[str, pl.DataType] = {
-    "estimate": pl.String(), "k": pl.Int64(), "error": pl.Float64(), "threshold": pl.Float64(),
-}  # fmt: skip
+    "estimate": pl.String(),
+    "k": pl.Int64(),
+    "error": pl.Float64(),
+    "threshold": pl.Float64(),
+}
 """Per estimate: the balanced error of the best one-step threshold between `LOW_ALPHAS` and
 `HIGH_ALPHAS`, pooled over K (null `k`: K unknown) and at each K (K known)."""
 
@@ -73,23 +81,41 @@ def observation_steps(
                 env.reset(seed=seed, options={"alpha": alpha, "k": k})
                 for step in range(horizon):
                     values = env.step(action)[0][columns]
-                    rows.extend((name, alpha, int(k), int(seed), step, float(value))
-                                for name, value in zip(ESTIMATES, values, strict=True))  # fmt: skip
-    return pl.DataFrame(rows, orient="row", schema={
-        "estimate": pl.String(), "alpha": pl.Float64(), "k": pl.Int64(), "seed": pl.Int64(),
-        "step": pl.Int64(), "value": pl.Float64()})  # fmt: skip
+                    rows.extend(
+                        (name, alpha, int(k), int(seed), step, float(value))
+                        for name, value in zip(ESTIMATES, values, strict=True)
+                    )
+    return pl.DataFrame(
+        rows,
+        orient="row",
+        schema={
+            "estimate": pl.String(),
+            "alpha": pl.Float64(),
+            "k": pl.Int64(),
+            "seed": pl.Int64(),
+            "step": pl.Int64(),
+            "value": pl.Float64(),
+        },
+    )
 
 
 def observation_accuracy(steps: pl.DataFrame) -> pl.DataFrame:
     """`OBSERVATION_SCHEMA` rows of `observation_steps`, sorted by estimate, K, α."""
     out = steps.group_by("estimate", "alpha", "k").agg(
-        mean=pl.col("value").mean(), sd=pl.col("value").std(),
-        mae_alpha=(pl.col("value") - pl.col("alpha")).abs().mean(), n_steps=pl.len(),
-    )  # fmt: skip
+        mean=pl.col("value").mean(),
+        sd=pl.col("value").std(),
+        mae_alpha=(pl.col("value") - pl.col("alpha")).abs().mean(),
+        n_steps=pl.len(),
+    )
     share = [agent_session_share(a, k) for a, k in out.select("alpha", "k").rows()]
     out = out.with_columns(session_share=pl.Series(share, dtype=pl.Float64))
-    return out.select(list(OBSERVATION_SCHEMA)).cast(OBSERVATION_SCHEMA).sort(  # type: ignore[arg-type]
-        "estimate", "k", "alpha")  # fmt: skip
+    return (
+        out.select(list(OBSERVATION_SCHEMA))
+        .cast(OBSERVATION_SCHEMA)
+        .sort(  # type: ignore[arg-type]
+            "estimate", "k", "alpha"
+        )
+    )
 
 
 def _best_threshold(low: np.ndarray, high: np.ndarray) -> tuple[float, float]:
@@ -104,8 +130,10 @@ def observation_separation(steps: pl.DataFrame) -> pl.DataFrame:
     """`SEPARATION_SCHEMA` rows of `observation_steps`: K unknown first (null `k`), then each K."""
     rows = []
     for (estimate,), frame in steps.sort("estimate").group_by("estimate", maintain_order=True):
-        scopes = [(None, frame), *((k, part) for (k,), part in frame.sort("k").group_by(
-            "k", maintain_order=True))]  # fmt: skip
+        scopes = [
+            (None, frame),
+            *((k, part) for (k,), part in frame.sort("k").group_by("k", maintain_order=True)),
+        ]
         for k, part in scopes:  # a couple of K
             low = part.filter(pl.col("alpha").is_in(LOW_ALPHAS))["value"].to_numpy()
             high = part.filter(pl.col("alpha").is_in(HIGH_ALPHAS))["value"].to_numpy()
@@ -128,13 +156,20 @@ class ObservationReport(NamedTuple):
         """The separation per estimate (K unknown and per K), then each estimate's mean ± sd and
         error against α per (α, K)."""
         lines = ["| estimate | K | one-step error (α ≤ 0.2 vs ≥ 0.5) |", "|---|---|---:|"]
-        lines += [f"| {e} | {'unknown' if k is None else k} | {error:.1%} |"
-                  for e, k, error, _ in self.separation.rows()]  # fmt: skip
-        lines += ["", "| estimate | α | K | session share | mean ± sd | mean abs. error vs α |",
-                  "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
-        lines += [f"| {r['estimate']} | {r['alpha']:g} | {r['k']} | {r['session_share']:.2f} | "
-                  f"{r['mean']:.3f} ± {r['sd']:.3f} | {r['mae_alpha']:.3f} |"
-                  for r in self.accuracy.iter_rows(named=True)]  # fmt: skip
+        lines += [
+            f"| {e} | {'unknown' if k is None else k} | {error:.1%} |"
+            for e, k, error, _ in self.separation.rows()
+        ]
+        lines += [
+            "",
+            "| estimate | α | K | session share | mean ± sd | mean abs. error vs α |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {r['estimate']} | {r['alpha']:g} | {r['k']} | {r['session_share']:.2f} | "
+            f"{r['mean']:.3f} ± {r['sd']:.3f} | {r['mae_alpha']:.3f} |"
+            for r in self.accuracy.iter_rows(named=True)
+        ]
         return "\n".join(lines)
 
 

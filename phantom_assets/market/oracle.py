@@ -34,11 +34,18 @@ from phantom_assets.market.spec import MarketSpec
 from phantom_assets.market.world import EpisodeWorld, draw_world
 
 ORACLE_SCHEMA: dict[str, pl.DataType] = {
-    "alpha": pl.Float64(), "k": pl.Int64(), "action": pl.Int64(), "level": pl.Float64(),
-    "markup": pl.Float64(), "delta": pl.Float64(), "profit": pl.Float64(),
-    "profit_se": pl.Float64(), "n_seeds": pl.Int64(), "undefended_profit": pl.Float64(),
+    "alpha": pl.Float64(),
+    "k": pl.Int64(),
+    "action": pl.Int64(),
+    "level": pl.Float64(),
+    "markup": pl.Float64(),
+    "delta": pl.Float64(),
+    "profit": pl.Float64(),
+    "profit_se": pl.Float64(),
+    "n_seeds": pl.Int64(),
+    "undefended_profit": pl.Float64(),
     "on_edge": pl.Boolean(),
-}  # fmt: skip
+}
 """Contract of `market_oracle/oracle.parquet` (docs/architecture.md#column-contracts): one row per
 (alpha, k): the best fixed action on the continuous action space (`optimize.market_oracle`; its
 nearest grid action in `action`), `on_edge` when it sits on the action box's boundary.
@@ -89,9 +96,15 @@ def _episode_decoys(
     them at (α, K) (one `decoy_scores` per step, the warm-up's included)."""
     share, ablation = agent_session_share(alpha, k), np.random.default_rng(ablation_seed)
     human, agent = engine.banks
-    steps = [decoy_scores(ablation, engine.strata, share,
-                          (human.engagement[d.human_chain], agent.engagement[d.agent_chain]))
-             for d in draws]  # fmt: skip
+    steps = [
+        decoy_scores(
+            ablation,
+            engine.strata,
+            share,
+            (human.engagement[d.human_chain], agent.engagement[d.agent_chain]),
+        )
+        for d in draws
+    ]
     kept = steps[ENV_PREFIX_DRAWS:]
     return np.concatenate([h for h, _ in kept]), np.concatenate([a for _, a in kept])
 
@@ -150,8 +163,16 @@ def action_totals(
                 decoys = _episode_decoys(engine, draws, ablation_seed, float(alpha[0]), int(k))
             for a, action in enumerate(values):
                 harm_reference = action[:2] if reference is None else reference
-                totals = simulate_step(engine, action, shoppers, alpha, np.full(alpha.size, k),
-                                       decoys, harm_reference, world.demand)  # fmt: skip
+                totals = simulate_step(
+                    engine,
+                    action,
+                    shoppers,
+                    alpha,
+                    np.full(alpha.size, k),
+                    decoys,
+                    harm_reference,
+                    world.demand,
+                )
                 out[a, i, cell] = totals[:, : len(Column)]
     return out
 
@@ -209,8 +230,10 @@ def fixed_action_profits(
 def oracle_markdown(oracle: pl.DataFrame) -> str:
     """Markdown table of a `market_oracle` frame: the best action per (α, K), its mean episode
     profit with CI, and the undefended engine's profit and regret (oracle − undefended)."""
-    head = ("| α | K | best (level, m, δ) | profit (± SE) | undefended | regret |\n"
-            "|---:|---:|---|---|---:|---:|")  # fmt: skip
+    head = (
+        "| α | K | best (level, m, δ) | profit (± SE) | undefended | regret |\n"
+        "|---:|---:|---|---|---:|---:|"
+    )
     rows = [
         f"| {r['alpha']:g} | {r['k']} | ({r['level']:g}, {r['markup']:g}, {r['delta']:g}) "
         f"| {r['profit']:,.0f} ± {r['profit_se']:,.0f} "

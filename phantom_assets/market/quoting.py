@@ -30,9 +30,14 @@ def markup_factor(s: float, s0: float) -> float:
 
 @vectorize(["float64(float64, float64, float64, float64, float64, float64, float64)"], cache=True)
 def quote(
-    base: float, markup: float, g: float, noise_halfwidth: float, u: float, p_low: float,
+    base: float,
+    markup: float,
+    g: float,
+    noise_halfwidth: float,
+    u: float,
+    p_low: float,
     p_high: float,
-) -> float:  # fmt: skip
+) -> float:
     """`clip(base·(1 + m·g)·(1 + w·u), p_low, p_high)`, unchecked: the engine's inputs come from
     a validated `MarketSpec`."""
     return min(max(base * (1.0 + markup * g) * (1.0 + noise_halfwidth * u), p_low), p_high)

@@ -61,11 +61,13 @@ class Response:
         """The response `to_dict` wrote to `path`; a missing or malformed file fails naming it."""
         try:
             payload = json.loads(Path(path).read_text())
-            return cls(**{**payload, **{name: tuple(payload[name])
-                                        for name in ("alpha_grid", "seeds")}})  # fmt: skip
+            return cls(
+                **{**payload, **{name: tuple(payload[name]) for name in ("alpha_grid", "seeds")}}
+            )
         except (OSError, ValueError, TypeError, KeyError) as error:
-            raise ValueError(f"{path}: no best undefended response ({error}); "
-                             f"re-materialize market_oracle") from error  # fmt: skip
+            raise ValueError(
+                f"{path}: no best undefended response ({error}); re-materialize market_oracle"
+            ) from error
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,13 @@ def best_undefended_response(
     profits = band_profits(spec, alpha_grid, radius, k, seeds, steps)
     best = profits.best(spec, defended=False)
     level, markup, _ = spec.action_values(best)
-    return Response(best, level, markup, float(profits.objective()[best]),
-                    tuple(float(a) for a in alpha_grid), float(radius), int(k),
-                    tuple(int(s) for s in seeds))  # fmt: skip
+    return Response(
+        best,
+        level,
+        markup,
+        float(profits.objective()[best]),
+        tuple(float(a) for a in alpha_grid),
+        float(radius),
+        int(k),
+        tuple(int(s) for s in seeds),
+    )

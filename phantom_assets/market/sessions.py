@@ -45,8 +45,9 @@ def store_session_banks(
     Raises:
         ValueError: if a class has no session (a market needs both).
     """
-    empty = [name for name, frame in zip(("human", "agent"), sessions, strict=True)
-             if frame.height == 0]  # fmt: skip
+    empty = [
+        name for name, frame in zip(("human", "agent"), sessions, strict=True) if frame.height == 0
+    ]
     if empty:
         raise ValueError(f"the store has no labelled {' or '.join(empty)} session for its bank")
     llr = fold_log_ratios(*fold_kernels)
@@ -55,8 +56,9 @@ def store_session_banks(
     banks = []
     for frame in sessions:  # the two classes
         tables = bank_tables(human_kernel, human_kernel, agent_kernel, states, weights)
-        banks.append(session_bank(frame["trajectory"], frame["fold"].to_numpy(), llr, tables,
-                                  f_coef))  # fmt: skip
+        banks.append(
+            session_bank(frame["trajectory"], frame["fold"].to_numpy(), llr, tables, f_coef)
+        )
     return banks[0], banks[1]
 
 

@@ -24,14 +24,28 @@ BANK_FIELDS: tuple[str, ...] = ("engagement", "score", "weight")
 _BANK_ARRAYS: tuple[str, ...] = tuple(
     f"{actor}_{name}" for actor in ("human", "agent") for name in BANK_FIELDS
 )
-_REPLICATE_ARRAYS: tuple[str, ...] = ("human_multiplicity", "agent_multiplicity",
-                                      "demand_replicates")  # fmt: skip
+_REPLICATE_ARRAYS: tuple[str, ...] = (
+    "human_multiplicity",
+    "agent_multiplicity",
+    "demand_replicates",
+)
 _ARRAY_FIELDS: tuple[str, ...] = (
-    "kernel_human", "kernel_agent", "anchor", "product_weights", *_BANK_ARRAYS,
+    "kernel_human",
+    "kernel_agent",
+    "anchor",
+    "product_weights",
+    *_BANK_ARRAYS,
     *_REPLICATE_ARRAYS,
-)  # fmt: skip
-REPLICATE_COLUMNS: tuple[str, ...] = ("mu_human", "beta_human", "sigma_human", "in_market",
-                                      "mu_agent", "beta_agent", "sigma_agent")  # fmt: skip
+)
+REPLICATE_COLUMNS: tuple[str, ...] = (
+    "mu_human",
+    "beta_human",
+    "sigma_human",
+    "in_market",
+    "mu_agent",
+    "beta_agent",
+    "sigma_agent",
+)
 """The demand parameters of a replicate row (`demand_replicates`; NaN: the point estimate)."""
 _TUPLE_FIELDS: tuple[str, ...] = (
     "product_ids",
@@ -165,8 +179,11 @@ class MarketSpec:
         if self.product_weights is None:
             object.__setattr__(self, "product_weights", np.full(n, 1.0 / max(n, 1)))
         sizes = (np.size(self.human_engagement), np.size(self.agent_engagement))
-        empty = {"human_multiplicity": (0, sizes[0]), "agent_multiplicity": (0, sizes[1]),
-                 "demand_replicates": (0, len(REPLICATE_COLUMNS))}  # fmt: skip
+        empty = {
+            "human_multiplicity": (0, sizes[0]),
+            "agent_multiplicity": (0, sizes[1]),
+            "demand_replicates": (0, len(REPLICATE_COLUMNS)),
+        }
         for name, shape in empty.items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, np.zeros(shape))
@@ -178,8 +195,7 @@ class MarketSpec:
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if self.store_markup is None:  # a hand-built grid: its middle markup
             object.__setattr__(self, "store_markup", float(self.markups[len(self.markups) // 2]))
-        object.__setattr__(self, "robust_k_set",
-                           tuple(int(k) for k in self.robust_k_set))  # fmt: skip
+        object.__setattr__(self, "robust_k_set", tuple(int(k) for k in self.robust_k_set))
         for name in ("kernel_human", "kernel_agent"):
             validate_kernel(getattr(self, name), name, n_states=len(self.states))
         self.banks  # noqa: B018 -- validates the bank arrays
@@ -187,7 +203,8 @@ class MarketSpec:
 
     def _validate_scalars(self) -> None:
         checks: dict[str, bool] = {
-            "anchor": self.anchor.ndim == 1 and self.anchor.size >= 1
+            "anchor": self.anchor.ndim == 1
+            and self.anchor.size >= 1
             and bool(np.all(self.anchor > 0)),
             "product_ids": len(self.product_ids) == self.anchor.size
             and len(set(self.product_ids)) == self.anchor.size,
@@ -217,8 +234,7 @@ class MarketSpec:
             "reference_engagement": self.reference_engagement > 0,
             "detector_threshold": 0.0 <= self.detector_threshold <= 1.0,
             "nominal_k": self.nominal_k >= 1,
-            "robust_k_set": len(self.robust_k_set) >= 1
-            and min(self.robust_k_set) >= 1,
+            "robust_k_set": len(self.robust_k_set) >= 1 and min(self.robust_k_set) >= 1,
             "robust_alpha_candidates": self.robust_alpha_candidates >= 1,
             "ambiguity_radius_w1": self.ambiguity_radius_w1 >= 0,
             "shoppers_per_step": self.shoppers_per_step >= 1,
@@ -229,7 +245,7 @@ class MarketSpec:
             "f_slope": bool(np.isfinite(self.f_slope)),
             "bank": self.bank in ("empirical", "kernel"),
             "sources": all(v in SOURCES for v in self.sources.values()),
-        }  # fmt: skip
+        }
         for name, ok in checks.items():
             if not ok:
                 raise ValueError(f"MarketSpec.{name} is invalid: {getattr(self, name)!r}")
@@ -239,9 +255,12 @@ class MarketSpec:
         (or 0: the bank is not resampled)."""
         size = np.size((self.human_engagement, self.agent_engagement)[bank])
         rows = multiplicity.shape[0] if multiplicity.ndim == 2 else -1
-        return (multiplicity.ndim == 2 and multiplicity.shape[1] == size
-                and rows in (0, self.demand_replicates.shape[0])
-                and bool(np.all(multiplicity >= 0)))  # fmt: skip
+        return (
+            multiplicity.ndim == 2
+            and multiplicity.shape[1] == size
+            and rows in (0, self.demand_replicates.shape[0])
+            and bool(np.all(multiplicity >= 0))
+        )
 
     @property
     def replicates(self) -> int:
@@ -306,8 +325,7 @@ class MarketSpec:
     def action_values(self, action: int) -> tuple[float, float, float]:
         """(base level, markup m, detector strength δ) of an action."""
         level, markup, detector = self.action_parts(action)
-        return (self.base_levels[level], self.markups[markup],
-                self.detector_strengths[detector])  # fmt: skip
+        return (self.base_levels[level], self.markups[markup], self.detector_strengths[detector])
 
     @property
     def undefended_action(self) -> int:
@@ -350,8 +368,10 @@ class MarketSpec:
             missing = [name for name in _ARRAY_FIELDS if name not in data]
             unknown = sorted(set(scalars) - fields)
             if missing or unknown:
-                raise ValueError(f"{folder} holds an older market spec layout (arrays missing: "
-                                 f"{missing}, fields unknown: {unknown}); re-materialize "
-                                 f"market_simulators")  # fmt: skip
+                raise ValueError(
+                    f"{folder} holds an older market spec layout (arrays missing: "
+                    f"{missing}, fields unknown: {unknown}); re-materialize "
+                    f"market_simulators"
+                )
             arrays = {name: data[name] for name in _ARRAY_FIELDS}
         return cls(**scalars, **arrays)

@@ -73,16 +73,25 @@ def policy_record(trained: list[TrainedPolicy], weights: dict[str, np.ndarray]) 
     """The training record of the seeds in `trained` (one tier, mode and α) and their weights."""
     first = trained[0]
     digest = weights_digest(weights)
-    identity = {"tier": first.tier, "hyperparameters": first.hyperparameters,
-                "seeds": [t.seed for t in trained], "weights_sha256": digest}  # fmt: skip
+    identity = {
+        "tier": first.tier,
+        "hyperparameters": first.hyperparameters,
+        "seeds": [t.seed for t in trained],
+        "weights_sha256": digest,
+    }
     blob = json.dumps(identity, sort_keys=True, default=str).encode()
     return PolicyRecord(
-        tier=first.tier, mode=first.mode, alpha=first.alpha, seed=first.seed,
-        seeds=[t.seed for t in trained], hyperparameters=first.hyperparameters,
+        tier=first.tier,
+        mode=first.mode,
+        alpha=first.alpha,
+        seed=first.seed,
+        seeds=[t.seed for t in trained],
+        hyperparameters=first.hyperparameters,
         models={str(t.seed): model_file(t.tier, t.seed) for t in trained},
-        weights_sha256=digest, config_hash=hashlib.sha256(blob).hexdigest()[:16],
+        weights_sha256=digest,
+        config_hash=hashlib.sha256(blob).hexdigest()[:16],
         plateau_ratios={str(t.seed): _finite_or_none(t.plateau_ratio) for t in trained},
-    )  # fmt: skip
+    )
 
 
 def _finite_or_none(value: float) -> float | None:
@@ -103,8 +112,11 @@ def save_trained(folder: Path, trained: list[TrainedPolicy]) -> tuple[list[Path]
     """
     if not trained:
         raise ValueError(f"nothing to save in {folder}: no trained policy given")
-    weights = {f"s{t.seed}/{name}": array for t in trained
-               for name, array in policy_weights(t.policy).items()}  # fmt: skip
+    weights = {
+        f"s{t.seed}/{name}": array
+        for t in trained
+        for name, array in policy_weights(t.policy).items()
+    }
     record = policy_record(trained, weights)
     models = [t.policy.save(folder / model_file(t.tier, t.seed)) for t in trained]
     curve = pl.concat(
@@ -129,8 +141,10 @@ def load_trained(folder: Path, device: str = "cpu") -> tuple[PolicyRecord, dict[
     if not path.is_file():
         raise ValueError(f"no trained policy at {path}; materialize trained_policies first")
     record: PolicyRecord = json.loads(path.read_text())
-    policies = {int(seed): load_policy(record["tier"], folder / name, device=device)
-                for seed, name in record["models"].items()}  # fmt: skip
+    policies = {
+        int(seed): load_policy(record["tier"], folder / name, device=device)
+        for seed, name in record["models"].items()
+    }
     return record, policies
 
 

@@ -160,19 +160,40 @@ class TrainingParams:
         """Validate budgets and ranges; raise ValueError naming the bad field."""
         object.__setattr__(self, "net_arch", tuple(int(x) for x in self.net_arch))
         object.__setattr__(self, "budget_multipliers", dict(self.budget_multipliers))
-        positive = ("timesteps", "torch_threads", "envs", "ppo_n_steps", "ppo_batch_size",
-                    "ppo_epochs", "a2c_n_steps", "dqn_buffer_size", "dqn_batch_size",
-                    "dqn_train_freq", "dqn_target_update", "log_every", "q_alpha_bins",
-                    "q_low_engagement_bins", "linear_warmup_episodes")  # fmt: skip
+        positive = (
+            "timesteps",
+            "torch_threads",
+            "envs",
+            "ppo_n_steps",
+            "ppo_batch_size",
+            "ppo_epochs",
+            "a2c_n_steps",
+            "dqn_buffer_size",
+            "dqn_batch_size",
+            "dqn_train_freq",
+            "dqn_target_update",
+            "log_every",
+            "q_alpha_bins",
+            "q_low_engagement_bins",
+            "linear_warmup_episodes",
+        )
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"TrainingParams.{name} must be >= 1, got {getattr(self, name)}")
-        unit = ("gamma", "q_learning_rate", "q_epsilon_start", "q_epsilon_end", "surge_memory",
-                "q_exploration_fraction", "dqn_exploration_fraction")  # fmt: skip
+        unit = (
+            "gamma",
+            "q_learning_rate",
+            "q_epsilon_start",
+            "q_epsilon_end",
+            "surge_memory",
+            "q_exploration_fraction",
+            "dqn_exploration_fraction",
+        )
         for name in unit:
             if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"TrainingParams.{name} must be in [0, 1], got "
-                                 f"{getattr(self, name)}")  # fmt: skip
+                raise ValueError(
+                    f"TrainingParams.{name} must be in [0, 1], got {getattr(self, name)}"
+                )
         if not self.net_arch or min(self.net_arch) < 1:
             raise ValueError(f"TrainingParams.net_arch must be positive sizes, got {self.net_arch}")
         nonnegative = ("ablation_lam", "ent_coef", "surge_threshold", "dqn_learning_starts")
@@ -180,15 +201,19 @@ class TrainingParams:
             if getattr(self, name) < 0:
                 raise ValueError(f"TrainingParams.{name} must be >= 0, got {getattr(self, name)}")
         if self.learning_rate <= 0 or self.dqn_learning_rate <= 0:
-            raise ValueError(f"TrainingParams learning rates must be > 0: {self.learning_rate}, "
-                             f"{self.dqn_learning_rate}")  # fmt: skip
+            raise ValueError(
+                f"TrainingParams learning rates must be > 0: {self.learning_rate}, "
+                f"{self.dqn_learning_rate}"
+            )
         if self.ppo_n_steps % self.envs or self.a2c_n_steps % self.envs:
             steps = (self.ppo_n_steps, self.a2c_n_steps)
-            raise ValueError(f"TrainingParams.envs = {self.envs} must divide ppo_n_steps and "
-                             f"a2c_n_steps {steps}")  # fmt: skip
+            raise ValueError(
+                f"TrainingParams.envs = {self.envs} must divide ppo_n_steps and a2c_n_steps {steps}"
+            )
         if min(self.budget_multipliers.values(), default=1.0) <= 0:
-            raise ValueError(f"TrainingParams.budget_multipliers must be > 0, got "
-                             f"{self.budget_multipliers}")  # fmt: skip
+            raise ValueError(
+                f"TrainingParams.budget_multipliers must be > 0, got {self.budget_multipliers}"
+            )
 
     def tier_timesteps(self, tier: str) -> int:
         """The training budget of `tier`: `timesteps` times its multiplier (default 1)."""
@@ -198,9 +223,13 @@ class TrainingParams:
     def from_config(cls, config: TrainingConfig, **overrides: Any) -> TrainingParams:
         """Params from the `[training]` settings (timesteps, ablation λ, device, threads, envs)
         plus overrides."""
-        base = {"timesteps": config.timesteps, "ablation_lam": config.ablation_lam,
-                "device": config.device, "torch_threads": config.torch_threads,
-                "envs": config.envs}  # fmt: skip
+        base = {
+            "timesteps": config.timesteps,
+            "ablation_lam": config.ablation_lam,
+            "device": config.device,
+            "torch_threads": config.torch_threads,
+            "envs": config.envs,
+        }
         return cls(**{**base, **overrides})
 
     def as_dict(self) -> dict[str, Any]:
@@ -267,8 +296,7 @@ def split_obs(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, float]
     arr = np.asarray(obs, dtype=np.float64)
     extra = len(OBS_EXTRA)
     if arr.ndim != 1 or arr.size < 2 + extra or (arr.size - extra) % 2:
-        raise ValueError(f"market observation must be 1-D of length 2n + {extra}, got "
-                         f"{arr.shape}")  # fmt: skip
+        raise ValueError(f"market observation must be 1-D of length 2n + {extra}, got {arr.shape}")
     n = (arr.size - extra) // 2
     return arr[:n], arr[n : 2 * n], dict(zip(OBS_EXTRA, arr[2 * n :].tolist(), strict=True))
 

@@ -131,8 +131,12 @@ class SurgePolicy:
 
     def save(self, path: str | Path) -> Path:
         """Write the settings as JSON atomically (the per-episode state is not saved)."""
-        payload = {"tier": self.tier, "grid": list(self.grid), "threshold": self.threshold,
-                   "memory": self.memory}  # fmt: skip
+        payload = {
+            "tier": self.tier,
+            "grid": list(self.grid),
+            "threshold": self.threshold,
+            "memory": self.memory,
+        }
         return _write_json(path, payload)
 
     @classmethod
@@ -209,9 +213,11 @@ def fit_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 
 def profit_optimal_level(
-    levels: tuple[float, ...], p_low: float, demand: tuple[float, float],
+    levels: tuple[float, ...],
+    p_low: float,
+    demand: tuple[float, float],
     price: tuple[float, float],
-) -> int:  # fmt: skip
+) -> int:
     """Index of the base level maximising `(price(level) − p_low)·max(0, demand(level))` for
     fitted lines `demand` and `price` (intercept, slope); `p_low`: the mean marginal cost."""
     x = np.asarray(levels, dtype=np.float64)
@@ -252,8 +258,13 @@ def fit_linear_policy(
     demand = fit_line(level, purchases)
     price = fit_line(level[sold], revenue[sold] / purchases[sold])
     best = profit_optimal_level(spec.base_levels, spec.mean_cost, demand, price)
-    logger.info("linear fit: q = %.2f %+.2f·level, p = %.2f %+.2f·level -> level %d",
-                *demand, *price, best)  # fmt: skip
-    summary = {"demand": list(demand), "price": list(price), "level": best,
-               "warmup_steps": int(level.size)}  # fmt: skip
+    logger.info(
+        "linear fit: q = %.2f %+.2f·level, p = %.2f %+.2f·level -> level %d", *demand, *price, best
+    )
+    summary = {
+        "demand": list(demand),
+        "price": list(price),
+        "level": best,
+        "warmup_steps": int(level.size),
+    }
     return LinearPolicy(spec.action_shape, best, demand, price), summary

@@ -58,11 +58,14 @@ ABLATION_MODES: tuple[str, ...] = tuple(name for name, m in TRAINING_MODES.items
 robustcharged."""
 _MODE_NAMES: dict[TrainingMode, str] = {mode: name for name, mode in TRAINING_MODES.items()}
 REFERENCE_MODES: dict[str, str] = {
-    name: _MODE_NAMES[dataclasses.replace(mode, robust=False) if mode.robust
-                      else dataclasses.replace(mode, charged=False)]
+    name: _MODE_NAMES[
+        dataclasses.replace(mode, robust=False)
+        if mode.robust
+        else dataclasses.replace(mode, charged=False)
+    ]
     for name, mode in TRAINING_MODES.items()
     if mode.robust or mode.charged
-}  # fmt: skip
+}
 """Defended mode -> the mode with one switch off: the adversary when it is on, else the charge
 (robust -> baseline, robustcharged -> charged, charged -> baseline)."""
 NOMINAL_TWINS: dict[str, str] = {
@@ -165,10 +168,13 @@ def policy_keys(
     """
     if not train_alphas:
         raise ValueError("train_alphas must not be empty")
-    if ablation_tier is not None and (ablation_tier not in tiers
-                                      or ablation_tier not in LEARNABLE_TIERS):  # fmt: skip
-        raise ValueError(f"ablation tier {ablation_tier!r} must be a learnable tier among the "
-                         f"trained tiers {tuple(tiers)}")  # fmt: skip
+    if ablation_tier is not None and (
+        ablation_tier not in tiers or ablation_tier not in LEARNABLE_TIERS
+    ):
+        raise ValueError(
+            f"ablation tier {ablation_tier!r} must be a learnable tier among the "
+            f"trained tiers {tuple(tiers)}"
+        )
     keys: list[str] = []
     for tier in tiers:
         check_tier_mode(tier, None if tier in HEURISTIC_TIERS else MODES[0])

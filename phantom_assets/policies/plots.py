@@ -32,10 +32,16 @@ def plot_learning_curve(curve: pl.DataFrame, title: str) -> Figure:
         steps, reward = part["timesteps"].to_numpy(), part["reward"]
         window = max(1, round(SMOOTHING * part.height))
         (raw,) = ax.plot(steps, reward.to_numpy(), alpha=0.25, linewidth=0.8)
-        label = (f"seed {seed}: {SMOOTHING:.0%} moving average, plateau ratio "
-                 f"{plateau_ratio(reward.to_numpy()):.3f}")  # fmt: skip
-        ax.plot(steps, reward.rolling_mean(window, min_samples=1).to_numpy(),
-                color=raw.get_color(), label=label)  # fmt: skip
+        label = (
+            f"seed {seed}: {SMOOTHING:.0%} moving average, plateau ratio "
+            f"{plateau_ratio(reward.to_numpy()):.3f}"
+        )
+        ax.plot(
+            steps,
+            reward.rolling_mean(window, min_samples=1).to_numpy(),
+            color=raw.get_color(),
+            label=label,
+        )
         size = int(PLATEAU_WINDOW * part.height)
         for start in (part.height - 2 * size, part.height - size) if size else ():
             ax.axvline(steps[start], color=raw.get_color(), linestyle=":", linewidth=0.8)

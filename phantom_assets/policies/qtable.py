@@ -67,8 +67,10 @@ class QTablePolicy:
         self.visits = np.asarray(self.visits, dtype=np.int64)
         states = int(np.prod(self.shape))
         if self.q.ndim != 2 or self.q.shape[0] != states or self.visits.shape != (states,):
-            raise ValueError(f"q table {self.q.shape} / visits {self.visits.shape} do not match "
-                             f"the state shape {self.shape}")  # fmt: skip
+            raise ValueError(
+                f"q table {self.q.shape} / visits {self.visits.shape} do not match "
+                f"the state shape {self.shape}"
+            )
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -78,9 +80,11 @@ class QTablePolicy:
     def state(self, obs: np.ndarray) -> int:
         """Index of the discretised state of `obs`."""
         _, prices, extra = split_obs(obs)
-        parts = (_bin(extra["shopper_alpha_hat"], self.bins[0]),
-                 _bin(extra["low_engagement_share"], self.bins[1]),
-                 level_position(prices, self.levels))  # fmt: skip
+        parts = (
+            _bin(extra["shopper_alpha_hat"], self.bins[0]),
+            _bin(extra["low_engagement_share"], self.bins[1]),
+            level_position(prices, self.levels),
+        )
         return int(np.ravel_multi_index(parts, self.shape))
 
     def act(self, obs: np.ndarray) -> int:
@@ -96,8 +100,14 @@ class QTablePolicy:
     def save(self, path: str | Path) -> Path:
         """Write the table, bins, level prices and visits as `.npz` atomically."""
         buffer = io.BytesIO()
-        np.savez(buffer, q=self.q, bins=np.asarray(self.bins), levels=self.levels,
-                 visits=self.visits, tier=np.asarray(self.tier))  # fmt: skip
+        np.savez(
+            buffer,
+            q=self.q,
+            bins=np.asarray(self.bins),
+            levels=self.levels,
+            visits=self.visits,
+            tier=np.asarray(self.tier),
+        )
         return atomic_write(path, lambda fh: fh.write(buffer.getvalue()))
 
     @classmethod
@@ -168,7 +178,12 @@ def train_qtable(
             state, episode_reward = policy.state(obs), 0.0
         if (t + 1) % params.log_every == 0:
             last = curve[-1][2] if curve else float("nan")
-            logger.info("qtable step %d/%d, episodes %d, last episode reward %.1f",
-                        t + 1, steps, len(curve), last)  # fmt: skip
+            logger.info(
+                "qtable step %d/%d, episodes %d, last episode reward %.1f",
+                t + 1,
+                steps,
+                len(curve),
+                last,
+            )
     policy.visits = counts.sum(axis=1).astype(np.int64)
     return policy, pl.DataFrame(curve, schema=LEARNING_CURVE_SCHEMA, orient="row")

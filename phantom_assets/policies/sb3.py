@@ -144,8 +144,12 @@ def _curve_callback_class() -> type:
                 self._returns[env_index] = 0.0
             if self.n_calls % max(1, self.log_every // self.training_env.num_envs) == 0:
                 last = self.rows[-1][2] if self.rows else float("nan")
-                logger.info("time/total_timesteps=%d rollout/episodes=%d rollout/ep_rew_last=%.1f",
-                            self.num_timesteps, len(self.rows), last)  # fmt: skip
+                logger.info(
+                    "time/total_timesteps=%d rollout/episodes=%d rollout/ep_rew_last=%.1f",
+                    self.num_timesteps,
+                    len(self.rows),
+                    last,
+                )
             return True
 
     return LearningCurveCallback
@@ -162,21 +166,35 @@ def sb3_hyperparameters(tier: str, params: TrainingParams) -> dict[str, Any]:
     envs = params.envs
     if tier == "ppo":
         n_steps = params.ppo_n_steps
-        return {**common, "learning_rate": params.learning_rate, "n_steps": n_steps // envs,
-                "batch_size": min(params.ppo_batch_size, n_steps), "n_epochs": params.ppo_epochs,
-                "ent_coef": params.ent_coef}  # fmt: skip
+        return {
+            **common,
+            "learning_rate": params.learning_rate,
+            "n_steps": n_steps // envs,
+            "batch_size": min(params.ppo_batch_size, n_steps),
+            "n_epochs": params.ppo_epochs,
+            "ent_coef": params.ent_coef,
+        }
     if tier == "a2c":
-        return {**common, "learning_rate": params.learning_rate,
-                "n_steps": params.a2c_n_steps // envs, "ent_coef": params.ent_coef}  # fmt: skip
+        return {
+            **common,
+            "learning_rate": params.learning_rate,
+            "n_steps": params.a2c_n_steps // envs,
+            "ent_coef": params.ent_coef,
+        }
     if tier == "dqn":
         budget = params.tier_timesteps(tier)
         target = max(1, min(params.dqn_target_update, budget // 10))
-        return {**common, "learning_rate": params.dqn_learning_rate,
-                "buffer_size": min(params.dqn_buffer_size, budget),
-                "learning_starts": min(params.dqn_learning_starts, budget // 2),
-                "batch_size": params.dqn_batch_size, "train_freq": params.dqn_train_freq,
-                "gradient_steps": envs, "exploration_fraction": params.dqn_exploration_fraction,
-                "target_update_interval": target}  # fmt: skip
+        return {
+            **common,
+            "learning_rate": params.dqn_learning_rate,
+            "buffer_size": min(params.dqn_buffer_size, budget),
+            "learning_starts": min(params.dqn_learning_starts, budget // 2),
+            "batch_size": params.dqn_batch_size,
+            "train_freq": params.dqn_train_freq,
+            "gradient_steps": envs,
+            "exploration_fraction": params.dqn_exploration_fraction,
+            "target_update_interval": target,
+        }
     raise ValueError(f"unknown SB3 tier {tier!r}; choose one of {sorted(SB3_POLICIES)}")
 
 
@@ -224,7 +242,13 @@ def train_sb3(
             callbacks.append(wandb_callback(run, params.log_every, reward_scale))
         model.learn(total_timesteps=steps, callback=CallbackList(callbacks))
     curve = pl.DataFrame(callback.rows, schema=LEARNING_CURVE_SCHEMA, orient="row")
-    record = {**hyper, "algorithm": SB3_POLICIES[tier].algorithm, "device": params.device,
-              "torch_threads": params.torch_threads, "envs": params.envs,
-              "reward_scale": reward_scale, "timesteps": steps}  # fmt: skip
+    record = {
+        **hyper,
+        "algorithm": SB3_POLICIES[tier].algorithm,
+        "device": params.device,
+        "torch_threads": params.torch_threads,
+        "envs": params.envs,
+        "reward_scale": reward_scale,
+        "timesteps": steps,
+    }
     return SB3_POLICIES[tier](model), curve, record

@@ -84,8 +84,9 @@ def wandb_callback(run: Any, log_every: int, reward_scale: float) -> Any:
             logged in unscaled (market) units like the learning curve.
     """
     if log_every < 1 or not reward_scale > 0:
-        raise ValueError(f"log_every must be >= 1 and reward_scale > 0, got {log_every}, "
-                         f"{reward_scale}")  # fmt: skip
+        raise ValueError(
+            f"log_every must be >= 1 and reward_scale > 0, got {log_every}, {reward_scale}"
+        )
     return _wandb_callback_class()(run, log_every, reward_scale)
 
 
@@ -154,7 +155,13 @@ class TrackedEpisodes(gym.Wrapper):
         self.episode_return += float(reward)
         if terminated or truncated:
             self.episodes += 1
-            self.run.log({"rollout/ep_rew": self.episode_return, "rollout/episodes": self.episodes,
-                          "time/total_timesteps": self.steps}, step=self.steps)  # fmt: skip
+            self.run.log(
+                {
+                    "rollout/ep_rew": self.episode_return,
+                    "rollout/episodes": self.episodes,
+                    "time/total_timesteps": self.steps,
+                },
+                step=self.steps,
+            )
             self.episode_return = 0.0
         return obs, reward, terminated, truncated, info

@@ -128,15 +128,18 @@ def train_policy(
         return TrainedPolicy(table, hyperparameters=hyper, learning_curve=curve, **common)
     markets = functools.partial(training_env, spec, alpha, mode_name, params.ablation_lam, law)
     model, curve, hyper = train_sb3(tier, markets, params, seed, spec.reward_scale, run=run)
-    return TrainedPolicy(model, hyperparameters={**hyper, **market}, learning_curve=curve,
-                         **common)  # fmt: skip
+    return TrainedPolicy(model, hyperparameters={**hyper, **market}, learning_curve=curve, **common)
 
 
 def load_policy(tier: str, path: str | Path, device: str = "cpu") -> Policy:
     """Load a policy of `tier` saved by its `save` method."""
-    loaders = {"static": StaticPolicy.load, "tuned": TunedStaticPolicy.load,
-               "surge": SurgePolicy.load, "linear": LinearPolicy.load,
-               "qtable": QTablePolicy.load}  # fmt: skip
+    loaders = {
+        "static": StaticPolicy.load,
+        "tuned": TunedStaticPolicy.load,
+        "surge": SurgePolicy.load,
+        "linear": LinearPolicy.load,
+        "qtable": QTablePolicy.load,
+    }
     if tier in loaders:
         return loaders[tier](path)
     if tier in SB3_POLICIES:

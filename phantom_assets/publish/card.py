@@ -49,8 +49,13 @@ SIZE_CATEGORIES: Final[tuple[tuple[float, str], ...]] = (
     (float("inf"), "n>1T"),
 )
 REQUIRED_FIELDS: Final[tuple[str, ...]] = (
-    "license", "pretty_name", "task_categories", "tags", "size_categories", "configs",
-)  # fmt: skip
+    "license",
+    "pretty_name",
+    "task_categories",
+    "tags",
+    "size_categories",
+    "configs",
+)
 # Headings of the Hub template the card must have (the template's own levels).
 REQUIRED_SECTIONS: Final[tuple[str, ...]] = (
     "## Dataset Details",
@@ -84,9 +89,14 @@ class CardParams:
     license: str = "cc-by-4.0"
     task_categories: tuple[str, ...] = ("tabular-classification",)
     tags: tuple[str, ...] = (
-        "dynamic-pricing", "llm-agents", "bot-detection", "clickstream", "markov-chains",
-        "synthetic", "phantom",
-    )  # fmt: skip
+        "dynamic-pricing",
+        "llm-agents",
+        "bot-detection",
+        "clickstream",
+        "markov-chains",
+        "synthetic",
+        "phantom",
+    )
     citation: str = DEFAULT_CITATION
     config_hash: str | None = None
 

@@ -193,8 +193,9 @@ def _require_files(staged: StagedDataset) -> None:
             )
 
 
-def _commit(api: Any, staged: StagedDataset, repo_id: str, branch: str, private: bool,
-            message: str) -> PublishResult:  # fmt: skip
+def _commit(
+    api: Any, staged: StagedDataset, repo_id: str, branch: str, private: bool, message: str
+) -> PublishResult:
     """Create the repo (private as asked) and branch if needed, then commit adds + deletes."""
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
@@ -206,39 +207,63 @@ def _commit(api: Any, staged: StagedDataset, repo_id: str, branch: str, private:
         raise RuntimeError(f"dataset repo {repo_id!r} is not readable right after creating it")
     plan = plan_operations(staged, remote.files)
     operations = [
-        CommitOperationAdd(path_in_repo=op["path_in_repo"],
-                           path_or_fileobj=str(staged.path / op["path_in_repo"]))
+        CommitOperationAdd(
+            path_in_repo=op["path_in_repo"], path_or_fileobj=str(staged.path / op["path_in_repo"])
+        )
         if op["operation"] == "add"
         else CommitOperationDelete(path_in_repo=op["path_in_repo"], is_folder=False)
         for op in plan
-    ]  # fmt: skip
+    ]
     info = api.create_commit(
-        repo_id, operations, commit_message=message, repo_type="dataset", revision=branch,
+        repo_id,
+        operations,
+        commit_message=message,
+        repo_type="dataset",
+        revision=branch,
         parent_commit=remote.head,
-    )  # fmt: skip
+    )
     warning = visibility_warning(repo_id, private, remote.private)
     deleted = sum(op["operation"] == "delete" for op in plan)
-    logger.info("published %s@%s in commit %s: %d adds, %d deletes",
-                repo_id, branch, info.oid, len(plan) - deleted, deleted)  # fmt: skip
+    logger.info(
+        "published %s@%s in commit %s: %d adds, %d deletes",
+        repo_id,
+        branch,
+        info.oid,
+        len(plan) - deleted,
+        deleted,
+    )
     return PublishResult(
-        repo_id, False, tuple(plan), str(info.commit_url), str(info.oid), revision=branch,
-        private=private, repo_private=remote.private, remote_listed=True,
+        repo_id,
+        False,
+        tuple(plan),
+        str(info.commit_url),
+        str(info.oid),
+        revision=branch,
+        private=private,
+        repo_private=remote.private,
+        remote_listed=True,
         warnings=(warning,) if warning else (),
-    )  # fmt: skip
+    )
 
 
-def _dry_run(api: Any | None, staged: StagedDataset, repo_id: str | None, branch: str,
-             private: bool) -> PublishResult:  # fmt: skip
+def _dry_run(
+    api: Any | None, staged: StagedDataset, repo_id: str | None, branch: str, private: bool
+) -> PublishResult:
     """Plan without writing; with an `api` (token and repo) the branch is listed, read-only."""
     remote = _read_remote(api, repo_id, branch) if api is not None and repo_id else None
     plan = plan_operations(staged, remote.files if remote else ())
     warning = visibility_warning(repo_id, private, remote.private) if remote and repo_id else None
     logger.info("dry run: %d operations planned for %s@%s", len(plan), repo_id, branch)
     return PublishResult(
-        repo_id or None, True, tuple(plan), revision=branch, private=private,
-        repo_private=remote.private if remote else None, remote_listed=api is not None,
+        repo_id or None,
+        True,
+        tuple(plan),
+        revision=branch,
+        private=private,
+        repo_private=remote.private if remote else None,
+        remote_listed=api is not None,
         warnings=(warning,) if warning else (),
-    )  # fmt: skip
+    )
 
 
 def publish(

@@ -42,8 +42,14 @@ SESSIONS_CSV: Final[str] = "data/sessions/sessions.csv"
 CARD_PATH: Final[str] = "README.md"
 KERNEL_COLUMNS: Final[tuple[str, ...]] = ("store", "actor", "src", "dst", "count", "prob")
 CONTAMINATED_COLUMNS: Final[tuple[str, ...]] = (
-    "session_id", "source", "actor", "alpha", "n_events", "f", "trajectory",
-)  # fmt: skip
+    "session_id",
+    "source",
+    "actor",
+    "alpha",
+    "n_events",
+    "f",
+    "trajectory",
+)
 _DESCRIPTIONS: Final[dict[str, str]] = {
     "sessions": "One row per event or price quote, `whoclickedit` layout; `ts` in epoch ms (UTC).",
     "kernels": "Transition kernels per store and actor class: `count` transitions `src -> dst` "

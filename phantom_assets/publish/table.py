@@ -34,9 +34,21 @@ logger = logging.getLogger(__name__)
 
 INGEST_FORMAT: Final[str] = "phantom_canonical"
 EVENT_COLUMNS: Final[tuple[str, ...]] = (
-    "batch_id", "source_row", "session_id", "experiment_id", "store", "ts", "event", "page",
-    "product_id", "price", "record_type", "user_agent", "metadata", "actor",
-)  # fmt: skip
+    "batch_id",
+    "source_row",
+    "session_id",
+    "experiment_id",
+    "store",
+    "ts",
+    "event",
+    "page",
+    "product_id",
+    "price",
+    "record_type",
+    "user_agent",
+    "metadata",
+    "actor",
+)
 # Counters and indices are integers; times and amounts may be fractional (a dwell of 1.5 s).
 _INT_METADATA: Final[frozenset[str]] = frozenset({"dateIndex", "itemCount", "nights"})
 _FLOAT_METADATA: Final[frozenset[str]] = frozenset({"dwellTime", "price", "total"})

@@ -38,9 +38,20 @@ __all__ = ["EVENT_COLUMNS", "simulate_events"]
 logger = logging.getLogger(__name__)
 
 EVENT_COLUMNS: tuple[str, ...] = (
-    "session_id", "experiment_id", "store", "ts", "event", "page", "product_id", "price",
-    "record_type", "user_agent", "metadata", "actor", "seq",
-)  # fmt: skip
+    "session_id",
+    "experiment_id",
+    "store",
+    "ts",
+    "event",
+    "page",
+    "product_id",
+    "price",
+    "record_type",
+    "user_agent",
+    "metadata",
+    "actor",
+    "seq",
+)
 AGENT_SUBJECTS = ("gpt-4o-operator", "claude-computer-use", "browser-use-llama", "gemini-agent")
 _PRICE_QUOTE_CODE = len(EVENT_NAMES) - 1
 _PRICED_CODES = [EVENT_NAMES.index(e) for e in PRICED_EVENTS]
@@ -142,15 +153,29 @@ def _lookup_frames(
     """Product attributes by catalog index and task attributes by task index."""
     products = pl.DataFrame(
         [
-            {"prod": i, "product_id": p.product_id, "product_name": p.name,
-             "roomType": p.room_type, "nights": p.nights, "cabinClass": p.cabin_class,
-             "flightType": p.flight_type, "fareRule": p.fare_rule}
+            {
+                "prod": i,
+                "product_id": p.product_id,
+                "product_name": p.name,
+                "roomType": p.room_type,
+                "nights": p.nights,
+                "cabinClass": p.cabin_class,
+                "flightType": p.flight_type,
+                "fareRule": p.fare_rule,
+            }
             for i, p in enumerate(catalog.products)
         ],
-        schema={"prod": pl.Int64, "product_id": pl.String, "product_name": pl.String,
-                "roomType": pl.String, "nights": pl.Int64, "cabinClass": pl.String,
-                "flightType": pl.String, "fareRule": pl.String},
-    )  # fmt: skip
+        schema={
+            "prod": pl.Int64,
+            "product_id": pl.String,
+            "product_name": pl.String,
+            "roomType": pl.String,
+            "nights": pl.Int64,
+            "cabinClass": pl.String,
+            "flightType": pl.String,
+            "fareRule": pl.String,
+        },
+    )
     task_frame = pl.DataFrame(
         {
             "task": np.arange(len(tasks)),

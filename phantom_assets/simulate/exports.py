@@ -161,12 +161,18 @@ def _write_format(
     for topic in _TOPICS:
         part = ordered.filter(pl.col("topic") == topic)
         envelope = pl.concat_str(
-            pl.lit('{"partitionID":'), pl.col("kafka_partition").cast(pl.String),
-            pl.lit(',"offset":'), pl.col("kafka_offset").cast(pl.String),
-            pl.lit(',"timestamp":'), pl.col("ts_ms").cast(pl.String),
-            pl.lit(',"key":"'), pl.col("session_id"),
-            pl.lit('","value":{"payload":'), _json_lines(), pl.lit("}}"),
-        )  # fmt: skip
+            pl.lit('{"partitionID":'),
+            pl.col("kafka_partition").cast(pl.String),
+            pl.lit(',"offset":'),
+            pl.col("kafka_offset").cast(pl.String),
+            pl.lit(',"timestamp":'),
+            pl.col("ts_ms").cast(pl.String),
+            pl.lit(',"key":"'),
+            pl.col("session_id"),
+            pl.lit('","value":{"payload":'),
+            _json_lines(),
+            pl.lit("}}"),
+        )
         last = pl.int_range(pl.len()) == pl.len() - 1
         lines = part.select(pl.when(last).then(envelope).otherwise(envelope + ","))
         path = _write_lines(stem.with_name(f"{stem.name}.{topic}.json"), lines, b"[\n", b"]\n")
@@ -217,9 +223,11 @@ def write_exports(
     sessions = corpus.events["session_id"].unique(maintain_order=True)
     n_batches = min(batches, sessions.len())
     batch_of = pl.DataFrame(
-        {"session_id": sessions, "_batch": pl.int_range(sessions.len(), eager=True) * n_batches
-         // sessions.len()}
-    )  # fmt: skip
+        {
+            "session_id": sessions,
+            "_batch": pl.int_range(sessions.len(), eager=True) * n_batches // sessions.len(),
+        }
+    )
     events = _with_kafka(corpus.events).join(batch_of, on="session_id", how="left")
     written: list[Path] = []
     for k in range(n_batches):

@@ -387,8 +387,9 @@ def test_logistic_calibration_puts_the_calibrated_f_in_the_contaminated_dataset(
     scores = _scores(logistic, "hotel")
     assert (scores["f"] == scores["f_calibrated"]).all()
     # The temperature run's synthetic sessions (same seed, same chains) get σ(a + b·gap) here.
-    calibration = json.loads((logistic / "divergence_scores" / "store=hotel" / "calibration.json")
-                             .read_text())  # fmt: skip
+    calibration = json.loads(
+        (logistic / "divergence_scores" / "store=hotel" / "calibration.json").read_text()
+    )
     assert calibration["method"] == "logistic"
     coef = (calibration["intercept"], calibration["slope"])
     temperature = built.settings.fingerprint.temperature
@@ -406,8 +407,9 @@ def test_market_scores_its_chains_with_the_calibration_the_setting_selects(
     plain = MarketSpec.load(built.lake / "market_simulators" / "store=hotel")
     assert (plain.f_intercept, plain.f_slope) == (0.0, 1.0 / temperature)
     calibrated = MarketSpec.load(logistic / "market_simulators" / "store=hotel")
-    calibration = json.loads((logistic / "divergence_scores" / "store=hotel" / "calibration.json")
-                             .read_text())  # fmt: skip
+    calibration = json.loads(
+        (logistic / "divergence_scores" / "store=hotel" / "calibration.json").read_text()
+    )
     assert (calibrated.f_intercept, calibrated.f_slope) == (
         calibration["intercept"],
         calibration["slope"],
@@ -459,13 +461,18 @@ def test_market_sensitivity_has_one_contract_row_per_declared_grid_point(built: 
     assert table["nominal"].sum() == 1  # the market's own point is on the grid
     own = table.filter(pl.col("nominal")).row(0, named=True)
     assert (own["cost_share"], own["price_cap"], own["agent_valuation"], own["in_market"]) == (
-        spec.cost_share, spec.price_cap, spec.agent_valuation, spec.in_market)  # fmt: skip
+        spec.cost_share,
+        spec.price_cap,
+        spec.agent_valuation,
+        spec.in_market,
+    )
     assert "| conclusion | holds at |" in (folder / SENSITIVITY_MD_FILE).read_text()
     report = json.loads(built.settings.lake.certification_report(store).read_text())
     assumptions = report["gate"]["assumptions"]
     assert assumptions["grid_points"] == table.height
     assert assumptions["decision_holds_on_whole_grid"] == bool(
-        (table["certified"] == report["certified"]).all())  # fmt: skip
+        (table["certified"] == report["certified"]).all()
+    )
     assert report["baseline"].startswith("tuned-")
 
 

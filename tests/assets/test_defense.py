@@ -71,10 +71,14 @@ class Built:
         partition = dg.MultiPartitionKey({"store": STORE, "policy": key})
         run_config = {"ops": {"trained_policies": {"config": config}}} if config else None
         return dg.materialize(
-            list(self.defs.assets or []), selection=selection, partition_key=partition,
-            instance=self.instance, resources={**self.defs.resources, **resources},
-            run_config=run_config, raise_on_error=False,
-        )  # fmt: skip
+            list(self.defs.assets or []),
+            selection=selection,
+            partition_key=partition,
+            instance=self.instance,
+            resources={**self.defs.resources, **resources},
+            run_config=run_config,
+            raise_on_error=False,
+        )
 
     def latest(self, asset: str, key: str) -> dg.AssetMaterialization:
         partition = dg.MultiPartitionKey({"store": STORE, "policy": key})
@@ -216,8 +220,9 @@ def test_robust_policies_and_their_nominal_twins_get_identical_nominal_episodes(
         twin = baseline_twin(key)
         assert twin in built.grid, key
         defended, nominal = built.nominal(key), built.nominal(twin)
-        cells = [set(f.select("alpha", "k", "detector", "seed").iter_rows())
-                 for f in (defended, nominal)]  # fmt: skip
+        cells = [
+            set(f.select("alpha", "k", "detector", "seed").iter_rows()) for f in (defended, nominal)
+        ]
         assert cells[0] == cells[1]
         assert sorted(set(defended["alpha"])) == list(EVAL_ALPHAS)
 
@@ -254,20 +259,27 @@ def offline_tracking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Experim
     return ExperimentTrackingResource(mode="offline", run_dir=str(tmp_path))
 
 
-@pytest.mark.parametrize(("key", "live_metric"), [("qtable-baseline-a050", "rollout/ep_rew"),
-                                                  ("ppo-robust-a050", "train/loss")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("key", "live_metric"),
+    [("qtable-baseline-a050", "rollout/ep_rew"), ("ppo-robust-a050", "train/loss")],
+)
 def test_offline_tracking_logs_training_live_and_puts_the_run_directory_in_the_metadata(
-    writable: Built, offline_tracking: ExperimentTrackingResource, tmp_path: Path, key: str,
+    writable: Built,
+    offline_tracking: ExperimentTrackingResource,
+    tmp_path: Path,
+    key: str,
     live_metric: str,
-):  # fmt: skip
+):
     built = writable
     # The tiny budgets: PPO's 32-step rollouts update (and log train/) within 96 steps.
     assert built.materialize(key, selection=["trained_policies"], config=TINY_TRAINING).success
     before = built.data_version("trained_policies", key)
     result = built.materialize(
-        key, selection=["trained_policies"], config=TINY_TRAINING,
+        key,
+        selection=["trained_policies"],
+        config=TINY_TRAINING,
         experiment_tracking=offline_tracking,
-    )  # fmt: skip
+    )
     assert result.success
     (directory,) = offline_runs(tmp_path)
     metadata = built.latest("trained_policies", key).metadata
@@ -290,9 +302,12 @@ def test_a_training_that_raises_inside_its_run_fails_the_step_and_marks_the_run_
 ):
     # PPO normalises advantages, so SB3 refuses a one-step rollout when the model is built,
     # which happens inside the run.
-    result = writable.materialize("ppo-baseline-a050", selection=["trained_policies"],
-                                  config={**TINY_TRAINING, "ppo_n_steps": 1},
-                                  experiment_tracking=offline_tracking)  # fmt: skip
+    result = writable.materialize(
+        "ppo-baseline-a050",
+        selection=["trained_policies"],
+        config={**TINY_TRAINING, "ppo_n_steps": 1},
+        experiment_tracking=offline_tracking,
+    )
     assert not result.success
     (directory,) = offline_runs(tmp_path)
     assert read_offline_run(directory).exit_code == 1
@@ -308,9 +323,12 @@ def test_a_grid_with_a_candidates_evaluation_missing_is_not_certified_and_says_w
     shutil.move(folder, aside)
     try:
         result = dg.materialize(
-            list(writable.defs.assets or []), selection=["certification_report"],
-            partition_key=STORE, instance=writable.instance, resources=writable.defs.resources,
-        )  # fmt: skip
+            list(writable.defs.assets or []),
+            selection=["certification_report"],
+            partition_key=STORE,
+            instance=writable.instance,
+            resources=writable.defs.resources,
+        )
     finally:
         shutil.move(aside, folder)  # later tests of the copy see the whole grid again
     assert result.success
@@ -338,10 +356,13 @@ def test_regret_is_measured_against_the_oracle_table_of_the_build(built: Built):
     # Each policy's side is its own fitted-detector profit: training seeds, then seeds averaged.
     for key in built.grid:
         own = (
-            built.nominal(key).filter(pl.col("detector") == "fitted")
-            .group_by("alpha", "k", "seed").agg(pl.col("profit").mean())
-            .group_by("alpha", "k").agg(pl.col("profit").mean().alias("own"))
-        )  # fmt: skip
+            built.nominal(key)
+            .filter(pl.col("detector") == "fitted")
+            .group_by("alpha", "k", "seed")
+            .agg(pl.col("profit").mean())
+            .group_by("alpha", "k")
+            .agg(pl.col("profit").mean().alias("own"))
+        )
         paired = regret.filter(pl.col("policy") == key).join(own, on=["alpha", "k"])
         assert paired.height == oracle.height
         np.testing.assert_allclose(paired["profit"], paired["own"], rtol=1e-9)
@@ -366,9 +387,11 @@ def test_the_certificates_baseline_numbers_are_tuned_statics_own_held_out_rows(b
         return (
             stress.filter(pl.col("split") == "test", pl.col("detector") == "fitted")
             .join(cells, on=["alpha0", "alpha"])
-            .group_by("alpha0", "seed").agg(pl.col("profit").mean())
-            .group_by("seed").agg(pl.col("profit").mean())
-        )  # fmt: skip
+            .group_by("alpha0", "seed")
+            .agg(pl.col("profit").mean())
+            .group_by("seed")
+            .agg(pl.col("profit").mean())
+        )
 
     paired = held_out(gate["candidate"]).join(held_out(tuned), on="seed", suffix="_tuned")
     assert sorted(paired["seed"]) == list(built.settings.evaluation.test_seeds)

@@ -29,9 +29,17 @@ T0 = 1_732_960_800_000  # 2024-11-30T10:00:00Z in epoch ms
 
 def _row(**changes: object) -> str:
     """A valid JSON Lines record (a hotel page view) with `changes` applied."""
-    base = {"sessionId": "s1", "experimentId": "xp-h", "storeMode": "hotel", "ts": T0,
-            "page": "/", "eventName": "page_view", "productId": "room-1", "metadata": {},
-            "userAgent": "ua"}  # fmt: skip
+    base = {
+        "sessionId": "s1",
+        "experimentId": "xp-h",
+        "storeMode": "hotel",
+        "ts": T0,
+        "page": "/",
+        "eventName": "page_view",
+        "productId": "room-1",
+        "metadata": {},
+        "userAgent": "ua",
+    }
     return json.dumps({**base, **changes})
 
 
@@ -215,8 +223,12 @@ def test_bad_batches_never_hold_back_the_warehouse_or_the_stores_certificates(
         report = run_pipeline(settings, instance, "*store_warehouse")
         (failed,) = report.failed
         assert failed.stage.startswith("raw_events") and not report.skipped
-        records = collect_lineage(instance, demo_definitions().resolve_asset_graph(),
-                                  dg.AssetKey("store_warehouse"), "hotel")  # fmt: skip
+        records = collect_lineage(
+            instance,
+            demo_definitions().resolve_asset_graph(),
+            dg.AssetKey("store_warehouse"),
+            "hotel",
+        )
         assert {"hotel", "airline"} <= set(
             instance.get_materialized_partitions(dg.AssetKey("store_warehouse"))
         )

@@ -41,8 +41,9 @@ def rebuilt(built_pipeline: BuiltPipeline, tmp_path_factory: pytest.TempPathFact
     with copy.instance() as instance:
         first = _data_versions(instance, defs)
         resources = build_resources(copy.settings)
-        assert not run_pipeline(copy.settings, instance, resources=resources,
-                                selection=SELECTION).failed  # fmt: skip
+        assert not run_pipeline(
+            copy.settings, instance, resources=resources, selection=SELECTION
+        ).failed
         yield instance, defs, first, _data_versions(instance, defs)
 
 

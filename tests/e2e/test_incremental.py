@@ -16,8 +16,15 @@ pytestmark = pytest.mark.e2e
 # Stages a new batch must recheck: its own ingest, the dbt models reading every batch and the
 # store slices of the warehouse.
 INGEST, WAREHOUSE = "raw_events", ("stg_events", "store_warehouse")
-BAD_ROW = json.dumps({"sessionId": "", "experimentId": "x", "storeMode": "hotel",
-                      "ts": "2026-01-01T00:00:00Z", "eventName": "page_view"})  # fmt: skip
+BAD_ROW = json.dumps(
+    {
+        "sessionId": "",
+        "experimentId": "x",
+        "storeMode": "hotel",
+        "ts": "2026-01-01T00:00:00Z",
+        "eventName": "page_view",
+    }
+)
 
 
 @pytest.fixture(scope="module")

@@ -82,8 +82,11 @@ def test_no_number_in_the_certificate_compares_two_policies_at_different_alphas(
             cells = pl.DataFrame(comparison["compared_at"])
             arms = []
             for policy, detector in (first, second):
-                rows = stress.filter(pl.col("split") == "test", pl.col("policy") == policy,
-                                     pl.col("detector") == detector)  # fmt: skip
+                rows = stress.filter(
+                    pl.col("split") == "test",
+                    pl.col("policy") == policy,
+                    pl.col("detector") == detector,
+                )
                 at = rows.join(cells, on=["alpha0", "alpha"], how="semi")
                 assert set(at["alpha0"]) == set(cells["alpha0"])  # every cell at its one α
                 arms.append(at.group_by("alpha0", "seed").agg(pl.col("profit").mean()))
@@ -141,35 +144,42 @@ CERTIFICATE = Path("lake/certification_report/store=hotel")
 FORGERIES = {
     # (what is changed, the file the audit must name, the field where it can tell)
     "verdict flipped in report.json": (
-        lambda d: _edit_json(d / CERTIFICATE / "report.json",
-                             lambda r: r.update(certified=True)),
-        "report.json", "certified",
+        lambda d: _edit_json(d / CERTIFICATE / "report.json", lambda r: r.update(certified=True)),
+        "report.json",
+        "certified",
     ),
     "a gate number in report.json": (
-        lambda d: _edit_json(d / CERTIFICATE / "report.json",
-                             lambda r: r["gate"].update(ci_low=123.0)),
-        "report.json", "gate.ci_low",
+        lambda d: _edit_json(
+            d / CERTIFICATE / "report.json", lambda r: r["gate"].update(ci_low=123.0)
+        ),
+        "report.json",
+        "gate.ci_low",
     ),
     "a reason in report.json": (
-        lambda d: _edit_json(d / CERTIFICATE / "report.json",
-                             lambda r: r.update(reasons=["certified: trust me"])),
-        "report.json", "reasons",
+        lambda d: _edit_json(
+            d / CERTIFICATE / "report.json", lambda r: r.update(reasons=["certified: trust me"])
+        ),
+        "report.json",
+        "reasons",
     ),
     "the verdict line of report.md": (
         lambda d: (d / CERTIFICATE / "report.md").write_text(
             (d / CERTIFICATE / "report.md").read_text().replace("NOT CERTIFIED", "CERTIFIED")
         ),
-        "report.md", "line 3",
+        "report.md",
+        "line 3",
     ),
     "a byte of the sensitivity grid it cites": (
         lambda d: _flip_a_byte(d / "lake/market_sensitivity/store=hotel/sensitivity.parquet"),
-        "sensitivity.parquet", "market_sensitivity",
+        "sensitivity.parquet",
+        "market_sensitivity",
     ),
     "a byte of the agent ledger it cites": (
         lambda d: _flip_a_byte(d / "lake/market_oracle/store=hotel/ledger.parquet"),
-        "ledger.parquet", "market_oracle",
+        "ledger.parquet",
+        "market_oracle",
     ),
-}  # fmt: skip
+}
 
 
 def _audit_problems(workspace: BuiltPipeline) -> list[str]:
@@ -187,9 +197,12 @@ def test_the_audit_re_derives_the_decision_and_names_every_forged_file(workspace
     report disagrees with what its hashed lineage decides); the restored root passes. The
     command's exit code and message once, then the same checks in process."""
     data = workspace.data_dir
-    files = [data / CERTIFICATE / "report.json", data / CERTIFICATE / "report.md",
-             data / "lake/market_sensitivity/store=hotel/sensitivity.parquet",
-             data / "lake/market_oracle/store=hotel/ledger.parquet"]  # fmt: skip
+    files = [
+        data / CERTIFICATE / "report.json",
+        data / CERTIFICATE / "report.md",
+        data / "lake/market_sensitivity/store=hotel/sensitivity.parquet",
+        data / "lake/market_oracle/store=hotel/ledger.parquet",
+    ]
     originals = {path: path.read_bytes() for path in files}
     report = json.loads(originals[files[0]])
     assert {r["asset"] for r in report["records"]} >= {"market_sensitivity", "market_oracle"}

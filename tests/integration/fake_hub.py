@@ -172,9 +172,10 @@ class _Server(ThreadingHTTPServer):
         }
         deleted = [line["value"]["path"] for line in lines if line["key"].startswith("deleted")]
         tree = {
-            p: c for p, c in repo.trees[head].items()
+            p: c
+            for p, c in repo.trees[head].items()
             if not any(p == d or p.startswith(d.rstrip("/") + "/") for d in deleted)
-        }  # fmt: skip
+        }
         tree.update(added)
         oid = hashlib.sha1(head.encode() + body).hexdigest()
         repo.trees[oid], repo.branches[revision] = tree, oid

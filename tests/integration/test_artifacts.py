@@ -63,11 +63,14 @@ def copied(built_pipeline: BuiltPipeline, tmp_path: Path) -> Iterator[tuple[Buil
 def _file_writing_keys(built: Built) -> list[dg.AssetKey]:
     """Assets `phantom run` materializes, less the dbt models (tables, no files)."""
     return sorted(
-        (k for k in built.graph.materializable_asset_keys
-         if "dbt" not in built.graph.get(k).kinds
-         and built.graph.get(k).group_name not in MANUAL_GROUPS),
+        (
+            k
+            for k in built.graph.materializable_asset_keys
+            if "dbt" not in built.graph.get(k).kinds
+            and built.graph.get(k).group_name not in MANUAL_GROUPS
+        ),
         key=lambda k: k.to_user_string(),
-    )  # fmt: skip
+    )
 
 
 def _materializations(built: Built, key: dg.AssetKey) -> list[dg.AssetMaterialization]:
@@ -79,9 +82,18 @@ def _materializations(built: Built, key: dg.AssetKey) -> list[dg.AssetMaterializ
 
 def test_the_selection_covers_every_file_writing_group(built: Built):
     names = {k.to_user_string() for k in _file_writing_keys(built)}
-    assert {"raw_events", "labeled_sessions", "transition_kernels", "divergence_scores",
-            "contaminated_datasets", "market_simulators", "trained_policies",
-            "policy_evaluations", "benchmark_curves", "certification_report"} <= names  # fmt: skip
+    assert {
+        "raw_events",
+        "labeled_sessions",
+        "transition_kernels",
+        "divergence_scores",
+        "contaminated_datasets",
+        "market_simulators",
+        "trained_policies",
+        "policy_evaluations",
+        "benchmark_curves",
+        "certification_report",
+    } <= names
 
 
 def test_every_materialization_of_a_file_writing_asset_records_its_artifacts(built: Built):
@@ -137,8 +149,11 @@ def test_the_ui_holds_the_whole_certificate_without_exponents_in_its_numbers(bui
 
 
 def test_market_simulators_record_both_spec_files(built: Built):
-    (event,) = (e for e in _materializations(built, dg.AssetKey("market_simulators"))
-                if e.partition == "hotel")  # fmt: skip
+    (event,) = (
+        e
+        for e in _materializations(built, dg.AssetKey("market_simulators"))
+        if e.partition == "hotel"
+    )
     folder = built.settings.lake.market_dir("hotel")
     assert sorted(event.metadata["artifacts"].value) == sorted(
         str(p) for p in (folder / SPEC_SCALARS_FILE, folder / SPEC_ARRAYS_FILE)

@@ -35,8 +35,14 @@ PER_STORE = (
     "market_oracle",
 )
 STORE_SCOPED_DOWNSTREAM = PER_STORE[1:]
-DBT_MODELS = ("stg_events", "int_events_deduplicated", "sessions", "session_labels",
-              "fingerprint_sessions", "price_quote_events")  # fmt: skip
+DBT_MODELS = (
+    "stg_events",
+    "int_events_deduplicated",
+    "sessions",
+    "session_labels",
+    "fingerprint_sessions",
+    "price_quote_events",
+)
 # Runs in sequence from a new batch to the cheap leaves: dbt models, store slices, sessions with
 # kernels, store prices' children, scores, then datasets / separability / markets, the market's
 # children; the last tick is the one that finds nothing left.
@@ -56,8 +62,12 @@ def _hotel_only_export(settings: Settings, seed: int) -> None:
     experiments = corpus.experiments.filter(
         pl.col("experimentId").is_in(events["experiment_id"].unique().implode())
     )
-    write_exports(SimulatedCorpus(events, experiments, corpus.params), settings.incoming_dir,
-                  formats=("whoclickedit_parquet",), prefix=f"hotel-only-{seed}")  # fmt: skip
+    write_exports(
+        SimulatedCorpus(events, experiments, corpus.params),
+        settings.incoming_dir,
+        formats=("whoclickedit_parquet",),
+        prefix=f"hotel-only-{seed}",
+    )
 
 
 def _versions(instance: dg.DagsterInstance, key: str) -> dict[str, str]:
@@ -96,8 +106,13 @@ def _drain(defs, instance, cursor, now) -> tuple[dict[str, set], object, list[se
         graph = defs.resolve_asset_graph()
         for partition, keys in by_partition.items():
             for group in _same_partitioning(graph, keys):
-                run = dg.materialize(assets, selection=group, partition_key=partition,
-                                     instance=instance, resources=defs.resources)  # fmt: skip
+                run = dg.materialize(
+                    assets,
+                    selection=group,
+                    partition_key=partition,
+                    instance=instance,
+                    resources=defs.resources,
+                )
                 assert run.success
         now += timedelta(minutes=1)
     raise AssertionError(f"automation never settled: {dict(requested)}")
@@ -129,7 +144,7 @@ def test_a_new_export_for_one_store_reruns_nothing_of_the_other_store(settings: 
             partition_key=new[0],
             instance=instance,
             resources=defs.resources,
-        ).success  # fmt: skip (the sensor's run)
+        ).success  # the sensor's run
         requested, _, ticks = _drain(defs, instance, cursor, now + timedelta(minutes=5))
         after = {key: _versions(instance, key) for key in PER_STORE}
 

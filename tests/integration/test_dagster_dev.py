@@ -52,9 +52,13 @@ def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
     with dg.DagsterInstance.from_config(str(home)) as instance:
         keys, _ = register_batches(settings, instance)
     port = free_port()
-    env = {**os.environ, "DAGSTER_HOME": str(home), "PHANTOM_DATA_DIR": str(settings.data_dir),
-           # `dagster dev` re-parses the dbt project with the `dbt` beside this interpreter.
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "PHANTOM_DATA_DIR": str(settings.data_dir),
+        # `dagster dev` re-parses the dbt project with the `dbt` beside this interpreter.
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
     log_path = tmp_path / "dagster_dev.log"
     log = log_path.open("w")
     process = subprocess.Popen(
@@ -168,8 +172,11 @@ query LaunchpadSchema($selector: PipelineSelector!) {
 
 
 def _launchpad_schema(port: int) -> dict:
-    selector = {"repositoryLocationName": "phantom", "repositoryName": "__repository__",
-                "pipelineName": LAUNCHPAD_JOB}  # fmt: skip
+    selector = {
+        "repositoryLocationName": "phantom",
+        "repositoryName": "__repository__",
+        "pipelineName": LAUNCHPAD_JOB,
+    }
     response = requests.post(
         f"http://127.0.0.1:{port}/graphql",
         json={"query": CONFIG_SCHEMA_QUERY, "variables": {"selector": selector}},

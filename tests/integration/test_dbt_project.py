@@ -162,15 +162,19 @@ def _invoke_dbt(command: str, data_dir: Path, work_dir: Path, *extra_args: str) 
         return dbtRunner().invoke(
             [
                 command,
-                "--project-dir", str(DBT_PROJECT_DIR),
-                "--profiles-dir", str(DBT_PROJECT_DIR),
-                "--target-path", str(work_dir / "target"),
-                "--log-path", str(work_dir / "logs"),
+                "--project-dir",
+                str(DBT_PROJECT_DIR),
+                "--profiles-dir",
+                str(DBT_PROJECT_DIR),
+                "--target-path",
+                str(work_dir / "target"),
+                "--log-path",
+                str(work_dir / "logs"),
                 "--no-send-anonymous-usage-stats",
                 "--no-use-colors",
                 *extra_args,
             ]
-        )  # fmt: skip
+        )
 
 
 def _failed_nodes(result: dbtRunnerResult) -> dict[str, str]:

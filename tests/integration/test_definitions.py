@@ -16,8 +16,13 @@ from tests.pipeline_helpers import REPO_ROOT, demo_definitions
 
 
 def _run_python(code: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env={**os.environ, **env},
-                          capture_output=True, text=True)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO_ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_the_lazy_code_location_is_loadable(tmp_path, monkeypatch):
@@ -155,13 +160,20 @@ def test_no_asset_or_check_description_holds_an_html_like_token():
     for key in graph.get_all_asset_keys():
         node = graph.get(key)
         texts = [("description", node.description or ""), *_texts(node.metadata or {})]
-        found += [(key.to_user_string(), name, t) for name, text in texts
-                  for t in HTML_LIKE.findall(text)]  # fmt: skip
+        found += [
+            (key.to_user_string(), name, t) for name, text in texts for t in HTML_LIKE.findall(text)
+        ]
     for check_key in graph.asset_check_keys:
         spec = graph.get_check_spec(check_key)
         texts = [("description", spec.description or ""), *_texts(spec.metadata or {})]
-        found += [(f"{check_key.asset_key.to_user_string()}:{check_key.name}", name, t)
-                  for name, text in texts for t in HTML_LIKE.findall(text)]  # fmt: skip
-    found += [("column description", name, t) for name, text in COLUMN_DESCRIPTIONS.items()
-              for t in HTML_LIKE.findall(text)]  # fmt: skip
+        found += [
+            (f"{check_key.asset_key.to_user_string()}:{check_key.name}", name, t)
+            for name, text in texts
+            for t in HTML_LIKE.findall(text)
+        ]
+    found += [
+        ("column description", name, t)
+        for name, text in COLUMN_DESCRIPTIONS.items()
+        for t in HTML_LIKE.findall(text)
+    ]
     assert not found, found

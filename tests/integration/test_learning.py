@@ -83,8 +83,9 @@ def oracle(oracle_table) -> np.ndarray:
 
 def _profits(policy, market, alphas) -> np.ndarray:
     cfg = SETTINGS.evaluation
-    rows = evaluate_policy(policy, market, alphas, cfg.episodes, cfg.seed, ks=[market.nominal_k],
-                           detectors=["fitted"])  # fmt: skip
+    rows = evaluate_policy(
+        policy, market, alphas, cfg.episodes, cfg.seed, ks=[market.nominal_k], detectors=["fitted"]
+    )
     return rows.group_by("alpha").agg(pl.col("profit").mean()).sort("alpha")["profit"].to_numpy()
 
 
@@ -97,8 +98,9 @@ def _trained(tier: str, market, timesteps: int, seed: int = 0):
 def test_each_learned_tier_is_near_the_oracle_at_every_alpha_and_beats_itself_untrained(
     market, oracle, tier
 ):
-    regret = 1 - _profits(_trained(tier, market, SETTINGS.training.timesteps), market,
-                          ALPHAS) / oracle  # fmt: skip
+    regret = (
+        1 - _profits(_trained(tier, market, SETTINGS.training.timesteps), market, ALPHAS) / oracle
+    )
     at_train = ALPHAS.index(TRAIN_ALPHA)
     untrained = 1 - _profits(_trained(tier, market, 1), market, [TRAIN_ALPHA])[0] / oracle[at_train]
     assert untrained > MIN_UNTRAINED_REGRET, (tier, untrained)
@@ -116,16 +118,26 @@ def held_out(market, oracle_table):
     """Tuned-static (the best undefended response on the selection seeds) and the Q-table
     trained on the band, on the held-out seeds: (regret, adaptivity, gain over tuned-static)."""
     agents, cfg = SETTINGS.agents, SETTINGS.evaluation
-    tuned = best_undefended_response(market, ALPHAS, agents.stress_radius, market.nominal_k,
-                                     cfg.selection_seeds).action  # fmt: skip
-    policies = {"tuned": TunedStaticPolicy(tuned),
-                "qtable": _trained("qtable", market, SETTINGS.training.timesteps)}  # fmt: skip
+    tuned = best_undefended_response(
+        market, ALPHAS, agents.stress_radius, market.nominal_k, cfg.selection_seeds
+    ).action
+    policies = {
+        "tuned": TunedStaticPolicy(tuned),
+        "qtable": _trained("qtable", market, SETTINGS.training.timesteps),
+    }
     rows, traces = [], []
     for tier, policy in policies.items():  # two policies
         runner = EpisodeRunner(policy, market)
-        labels = [pl.lit(v).alias(k) for k, v in {"policy": tier, "tier": tier, "mode": "baseline",
-                                                   "train_alpha": TRAIN_ALPHA,
-                                                   "train_seed": 0}.items()]  # fmt: skip
+        labels = [
+            pl.lit(v).alias(k)
+            for k, v in {
+                "policy": tier,
+                "tier": tier,
+                "mode": "baseline",
+                "train_alpha": TRAIN_ALPHA,
+                "train_seed": 0,
+            }.items()
+        ]
         rows.append(nominal_rows(runner, ALPHAS, KS, HELD_OUT, ["fitted"]).with_columns(labels))
         traces.append(action_traces(runner, ALPHAS, KS, HELD_OUT).with_columns(labels))
     nominal, steps = pl.concat(rows), pl.concat(traces)

@@ -36,8 +36,12 @@ class Built:
 
 def _built(pipeline: BuiltPipeline) -> Iterator[Built]:
     with pipeline.instance() as instance:
-        records = collect_lineage(instance, demo_definitions().resolve_asset_graph(),
-                                  dg.AssetKey("separability_report"), "hotel")  # fmt: skip
+        records = collect_lineage(
+            instance,
+            demo_definitions().resolve_asset_graph(),
+            dg.AssetKey("separability_report"),
+            "hotel",
+        )
         batches = sorted(instance.get_dynamic_partitions(BATCH_PARTITIONS_NAME))
         yield Built(pipeline.settings, instance, batches, records)
 
@@ -169,5 +173,6 @@ def test_collect_lineage_rejects_a_partition_that_does_not_fit(
     built: Built, asset: str, partition: str | None, message: str
 ):
     with pytest.raises(ValueError, match=message):
-        collect_lineage(built.instance, demo_definitions().resolve_asset_graph(),
-                        dg.AssetKey(asset), partition)  # fmt: skip
+        collect_lineage(
+            built.instance, demo_definitions().resolve_asset_graph(), dg.AssetKey(asset), partition
+        )

@@ -31,14 +31,16 @@ FOREIGN_SEED = 99  # not the demo's seed (7 in TINY_CONFIG): other sessions, oth
 
 
 def _phantom(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([PHANTOM, *args], cwd=REPO_ROOT, env=env, capture_output=True,
-                          text=True, timeout=900)  # fmt: skip
+    return subprocess.run(
+        [PHANTOM, *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900
+    )
 
 
 def _labeled_counts(data: Path) -> dict[tuple[str, str], int]:
     """Sessions per (store, actor) in the lake's `labeled_sessions` partitions."""
-    frame = pl.read_parquet(data / "lake/labeled_sessions/store=*/actor=*/sessions.parquet",
-                            hive_partitioning=True)  # fmt: skip
+    frame = pl.read_parquet(
+        data / "lake/labeled_sessions/store=*/actor=*/sessions.parquet", hive_partitioning=True
+    )
     return {(s, a): n for s, a, n in frame.group_by("store", "actor").len().iter_rows()}
 
 
@@ -75,8 +77,9 @@ def scenario(built_pipeline: BuiltPipeline, tmp_path_factory: pytest.TempPathFac
     tiny demo run."""
     demo = built_pipeline.copy_to(tmp_path_factory.mktemp("own_data"))
     root, data, env = demo.root, demo.data_dir, demo.env
-    demo_run = subprocess.CompletedProcess([PHANTOM, "run"], demo.returncode, demo.stdout,
-                                           demo.stderr)  # fmt: skip
+    demo_run = subprocess.CompletedProcess(
+        [PHANTOM, "run"], demo.returncode, demo.stdout, demo.stderr
+    )
     simulated = _phantom(env, "simulate", "--seed", str(FOREIGN_SEED), "--out", str(root / "xp"))
     assert simulated.returncode == 0, simulated.stderr[-2000:]
     for path in (root / "xp").iterdir():  # the user's export, dropped where the README says
@@ -89,9 +92,20 @@ def scenario(built_pipeline: BuiltPipeline, tmp_path_factory: pytest.TempPathFac
     (dropped,) = [b for b in listed if b["source"].endswith(".csv")]
     drop = _phantom(env, "batches", "drop", dropped["key"])
     after_drop_run = _phantom(env, "run", "--select", SELECT, "--json")
-    return Scenario(data, _data_files(root / "xp"), demo_run, mixed_run, reset, own_run,
-                    own_counts, listed, dropped["key"], drop, after_drop_run,
-                    _labeled_counts(data))  # fmt: skip
+    return Scenario(
+        data,
+        _data_files(root / "xp"),
+        demo_run,
+        mixed_run,
+        reset,
+        own_run,
+        own_counts,
+        listed,
+        dropped["key"],
+        drop,
+        after_drop_run,
+        _labeled_counts(data),
+    )
 
 
 def test_the_demo_is_simulated_into_its_own_folder_and_tagged(scenario: Scenario):
@@ -166,8 +180,11 @@ def export(settings: Settings, tmp_path: Path) -> Path:
 
 
 def _env(settings: Settings, tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "PHANTOM_DATA_DIR": str(settings.data_dir),
-            "DAGSTER_HOME": str(tmp_path / "home")}  # fmt: skip
+    return {
+        **os.environ,
+        "PHANTOM_DATA_DIR": str(settings.data_dir),
+        "DAGSTER_HOME": str(tmp_path / "home"),
+    }
 
 
 def test_a_file_of_only_unsupported_stores_is_announced_then_quarantined_whole(

@@ -265,8 +265,9 @@ def pipeline(
                 "hub": HubResource(repo_id=REPO, token=TOKEN, endpoint=hub.url),
             }
             with copy.instance() as instance:
-                report = run_pipeline(settings, instance, resources=resources,
-                                      selection="hf_dataset")  # fmt: skip
+                report = run_pipeline(
+                    settings, instance, resources=resources, selection="hf_dataset"
+                )
                 assert not report.failed, report.failed
                 event = instance.get_latest_materialization_event(dg.AssetKey("hf_dataset"))
                 assert event is not None and event.asset_materialization is not None
@@ -324,9 +325,14 @@ def test_cli_publish_public_on_a_branch_creates_a_public_repo(
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     for name in ("PHANTOM_CONFIG", "PHANTOM_PROFILE"):
         monkeypatch.delenv(name, raising=False)
-    env = {"PHANTOM_DATA_DIR": str(data_dir), "DAGSTER_HOME": str(tmp_path / "home"),
-           "PHANTOM_HF_REPO": public_repo, "HF_TOKEN": TOKEN, "HF_ENDPOINT": pipeline.hub.url,
-           "NO_PROXY": "127.0.0.1,localhost"}  # fmt: skip
+    env = {
+        "PHANTOM_DATA_DIR": str(data_dir),
+        "DAGSTER_HOME": str(tmp_path / "home"),
+        "PHANTOM_HF_REPO": public_repo,
+        "HF_TOKEN": TOKEN,
+        "HF_ENDPOINT": pipeline.hub.url,
+        "NO_PROXY": "127.0.0.1,localhost",
+    }
     for name, value in env.items():
         monkeypatch.setenv(name, value)
 

@@ -26,8 +26,9 @@ def _dead_pid() -> int:
 def _run(instance: dg.DagsterInstance, pid: int, status: dg.DagsterRunStatus, host: str) -> str:
     run_id = uuid.uuid4().hex
     tags = {PID_TAG: str(pid), HOST_TAG: host}
-    instance.add_run(dg.DagsterRun(job_name="warehouse_job", run_id=run_id, status=status,
-                                   tags=tags))  # fmt: skip
+    instance.add_run(
+        dg.DagsterRun(job_name="warehouse_job", run_id=run_id, status=status, tags=tags)
+    )
     return run_id
 
 

@@ -41,10 +41,16 @@ def test_two_runs_touching_the_warehouse_at_once_both_succeed(settings: Settings
     env = {**os.environ, "DAGSTER_HOME": str(home), "PHANTOM_DATA_DIR": str(settings.data_dir)}
     command = [str(Path(sys.executable).parent / "phantom"), "run", "--select", "group:warehouse"]
     runs = [
-        subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
+        subprocess.Popen(
+            command,
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         for _ in range(2)
-    ]  # fmt: skip
+    ]
     outputs = [run.communicate(timeout=300)[0] for run in runs]
     assert [run.returncode for run in runs] == [0, 0], outputs[0][-2000:] + outputs[1][-2000:]
 
@@ -99,9 +105,12 @@ def test_publishing_commits_once_privately_and_the_token_reaches_no_log_metadata
         # Sessions only: the kernels and contaminated configs are absent, as `phantom publish`
         # allows (it never checks the instance for upstream runs).
         report = run_pipeline(
-            settings, instance, resources=resources, selection="key:raw_events or key:hf_dataset",
+            settings,
+            instance,
+            resources=resources,
+            selection="key:raw_events or key:hf_dataset",
             check_upstream=False,
-        )  # fmt: skip
+        )
         assert not report.failed
         events = [
             str(entry) for run in instance.get_runs() for entry in instance.all_logs(run.run_id)

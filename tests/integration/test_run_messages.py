@@ -90,8 +90,9 @@ def _phantom(tmp_path: Path, *args: str, config: str = "") -> subprocess.Complet
         "DAGSTER_HOME": str(tmp_path / "home"),
         "PHANTOM_CONFIG": str(tmp_path / "phantom.toml"),
     }
-    return subprocess.run([PHANTOM, *args], cwd=REPO_ROOT, env=env, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [PHANTOM, *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_phantom_run_with_a_misspelled_selection_exits_with_one_line_and_simulates_nothing(
@@ -128,8 +129,9 @@ def test_phantom_run_with_an_unknown_store_exits_naming_the_closest_and_simulate
 def test_phantom_run_writes_library_warnings_to_its_log_file_not_the_terminal(tmp_path: Path):
     # Why: Dagster's BetaWarnings (partition mappings, observable_source_asset) printed on the
     # terminal, then were silenced outright; in process (`--workers 0`) as in a worker.
-    result = _phantom(tmp_path, "run", "--select", "raw_events", "--workers", "0",
-                      config=TINY_CONFIG)  # fmt: skip
+    result = _phantom(
+        tmp_path, "run", "--select", "raw_events", "--workers", "0", config=TINY_CONFIG
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert not [line for line in result.stderr.splitlines() if "Warning" in line], result.stderr
     (log,) = (tmp_path / "data" / "logs").glob("*.log")

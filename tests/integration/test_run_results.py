@@ -35,8 +35,9 @@ class Built:
 
 
 def _phantom(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([PHANTOM, *args], cwd=REPO_ROOT, env=env, capture_output=True,
-                          text=True, timeout=1500)  # fmt: skip
+    return subprocess.run(
+        [PHANTOM, *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1500
+    )
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +51,9 @@ def built(built_pipeline: BuiltPipeline, tmp_path_factory: pytest.TempPathFactor
 
 
 def test_the_report_records_artifact_paths_relative_to_the_data_root(built: Built):
-    report = json.loads((built.moved / "lake/certification_report/store=hotel/report.json")
-                        .read_text())  # fmt: skip
+    report = json.loads(
+        (built.moved / "lake/certification_report/store=hotel/report.json").read_text()
+    )
     artifacts = [a for record in report["records"] for a in record["artifacts"]]
     assert artifacts and not [a for a in artifacts if Path(a).is_absolute()]
     assert all((built.moved / a).is_file() for a in artifacts)
@@ -102,8 +104,9 @@ def test_a_failed_run_marks_the_results_it_did_not_rebuild_stale(
     (copy.settings.lake.market_dir("hotel") / "spec.json").unlink()  # coi_erosion cannot load it
     run = copy.phantom("run", "--select", "coi_erosion", "--store", "hotel", "--force")
     assert run.returncode == 1 and "FAILED: coi_erosion [hotel]" in run.stderr, run.stderr[-3000:]
-    hotel, airline = (run.stdout.split(f"-- {store} --")[1].split("\n-- ")[0]
-                      for store in ("hotel", "airline"))  # fmt: skip
+    hotel, airline = (
+        run.stdout.split(f"-- {store} --")[1].split("\n-- ")[0] for store in ("hotel", "airline")
+    )
     assert re.search(
         r"\n  COI erosion    stale: from the run of \d{4}-\d\d-\d\d \d\d:\d\d UTC \(run "
         r"[0-9a-f]{8}\), not rebuilt\n  COI erosion    undefended engine",
@@ -129,16 +132,16 @@ def test_results_and_a_certificate_over_a_market_rebuilt_since_are_stale(
 
     # A certificate built now, over policies trained on the old market, would mix versions: it
     # names the stale records and does not certify; the audit re-derives that verdict.
-    certify = copy.phantom("run", "--select", "certification_report", "--store", "hotel",
-                           "--force")  # fmt: skip
+    certify = copy.phantom("run", "--select", "certification_report", "--store", "hotel", "--force")
     assert certify.returncode == 0, certify.stderr[-3000:]
     report = json.loads((copy.settings.lake.certification_dir("hotel") / "report.json").read_text())
     assert report["certified"] is False
     stale_records = [r for r in report["records"] if r["stale"]]
     assert {r["asset"] for r in stale_records} >= {"trained_policies", "policy_evaluations"}
     assert any("market_simulators [hotel]" in c for r in stale_records for c in r["stale"])
-    assert any("trained_policies" in reason and "is stale" in reason
-               for reason in report["reasons"])  # fmt: skip
+    assert any(
+        "trained_policies" in reason and "is stale" in reason for reason in report["reasons"]
+    )
     audit = copy.phantom("audit", "--store", "hotel")
     assert audit.returncode == 0, audit.stderr[-3000:]
     assert "NOT CERTIFIED (as the report says)" in audit.stderr
@@ -151,8 +154,9 @@ def test_the_json_summary_has_each_stores_headline_results_with_cis(built: Built
     assert len(summary["batches"]) == 5 and all(b["demo"] for b in summary["batches"])
     for store in ("hotel", "airline"):
         results = summary["stores"][store]
-        report = json.loads((built.moved / f"lake/certification_report/store={store}/report.json")
-                            .read_text())  # fmt: skip
+        report = json.loads(
+            (built.moved / f"lake/certification_report/store={store}/report.json").read_text()
+        )
         sep = results["separability"]
         assert 0 < sep["p_value"] <= 1 and sep["auc_ci_low"] <= sep["auc"] <= sep["auc_ci_high"]
         erosion = results["coi_erosion"]
@@ -169,8 +173,9 @@ def test_the_json_summary_has_each_stores_headline_results_with_cis(built: Built
         assert cert["human_harm"]["mean"] == harm["mean"]
         # True exactly when the fixed-action gate decides like the certificate at every point
         # of the sensitivity grid the certificate cites.
-        grid = pl.read_parquet(built.moved / f"lake/market_sensitivity/store={store}/"
-                               "sensitivity.parquet")  # fmt: skip
+        grid = pl.read_parquet(
+            built.moved / f"lake/market_sensitivity/store={store}/sensitivity.parquet"
+        )
         holds = bool((grid["certified"] == report["certified"]).all())
         assert cert["decision_holds_on_sensitivity_grid"] is holds
         assert any(p.endswith("report.md") for p in results["reports"])
@@ -181,8 +186,9 @@ def test_the_json_summary_has_each_stores_headline_results_with_cis(built: Built
 def test_the_text_summary_prints_every_reason_whole(built: Built):
     settings = load_settings("demo", data_dir=built.moved)
     text = render_summary(settings)
-    report = json.loads((built.moved / "lake/certification_report/store=hotel/report.json")
-                        .read_text())  # fmt: skip
+    report = json.loads(
+        (built.moved / "lake/certification_report/store=hotel/report.json").read_text()
+    )
     flat = " ".join(text.split())
     for reason in report["reasons"]:
         assert " ".join(reason.split()) in flat  # wrapped over lines, never cut off
@@ -198,16 +204,27 @@ def test_the_summary_shows_missing_stages_as_not_built_and_reads_observed_coi(
     shutil.rmtree(copy / "lake/coi_erosion/store=airline")
     observed = copy / "lake/observed_coi/store=hotel/observed_coi.parquet"
     observed.unlink()  # replaced by a table with a column the summary does not know
-    pl.DataFrame({"class": ["human", "agent"], "premium": [12.5, 3.25], "ci_low": [11.0, 2.5],
-                  "ci_high": [14.0, 4.0], "n": [8, 8], "added_later": ["x", "y"]}
-                 ).write_parquet(observed)  # fmt: skip
+    pl.DataFrame(
+        {
+            "class": ["human", "agent"],
+            "premium": [12.5, 3.25],
+            "ci_low": [11.0, 2.5],
+            "ci_high": [14.0, 4.0],
+            "n": [8, 8],
+            "added_later": ["x", "y"],
+        }
+    ).write_parquet(observed)
     settings = load_settings("demo", data_dir=copy)
     summary = collect_summary(settings)
     assert summary["stores"]["hotel"]["certification"] is None
     assert summary["stores"]["airline"]["coi_erosion"] is None
     assert summary["stores"]["hotel"]["observed_coi"][1] == {
-        "class": "agent", "mean": 3.25, "ci_low": 2.5, "ci_high": 4.0, "n": 8
-    }  # fmt: skip
+        "class": "agent",
+        "mean": 3.25,
+        "ci_low": 2.5,
+        "ci_high": 4.0,
+        "n": 8,
+    }
     text = render_summary(settings, summary)
     assert "certificate    not built" in text and "COI erosion    not built" in text
     assert "agent 3.2500 [2.5000, 4.0000]" in text

@@ -137,9 +137,14 @@ def test_a_killed_run_is_recovered_and_the_next_run_completes(settings: Settings
     with dg.DagsterInstance.from_config(str(home)) as instance:
         assert not run_pipeline(settings, instance, "raw_events").failed
     command = [PHANTOM, "run", "--select", "group:warehouse", "--workers", "1"]
-    first = subprocess.Popen(command, cwd=REPO_ROOT, env=_env(settings, home),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)  # fmt: skip
+    first = subprocess.Popen(
+        command,
+        cwd=REPO_ROOT,
+        env=_env(settings, home),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     with dg.DagsterInstance.from_config(str(home)) as instance:
         deadline = time.monotonic() + 120
         while not instance.event_log_storage.get_concurrency_info("duckdb").claimed_slots:
@@ -147,8 +152,14 @@ def test_a_killed_run_is_recovered_and_the_next_run_completes(settings: Settings
             time.sleep(0.2)
     os.killpg(first.pid, signal.SIGKILL)  # the CLI, its worker and dbt: nothing cleans up
     first.wait(timeout=10)
-    second = subprocess.run(command, cwd=REPO_ROOT, env=_env(settings, home), capture_output=True,
-                            text=True, timeout=300)  # fmt: skip
+    second = subprocess.run(
+        command,
+        cwd=REPO_ROOT,
+        env=_env(settings, home),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert second.returncode == 0, second.stderr[-3000:]
     assert "recovered run" in second.stderr and "marked failed" in second.stderr
     with dg.DagsterInstance.from_config(str(home)) as instance:
@@ -168,15 +179,23 @@ def test_sigterm_ends_a_run_waiting_for_the_pool_within_seconds(settings: Settin
         assert not run_pipeline(settings, instance, "raw_events").failed
         # A live run of another process holds the only `duckdb` slot.
         holder = instance.add_run(
-            dg.DagsterRun(job_name="elsewhere", status=dg.DagsterRunStatus.STARTED,
-                          tags={PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()})
-        )  # fmt: skip
+            dg.DagsterRun(
+                job_name="elsewhere",
+                status=dg.DagsterRunStatus.STARTED,
+                tags={PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()},
+            )
+        )
         storage = instance.event_log_storage
         storage.initialize_concurrency_limit_to_default("duckdb")  # dagster.yaml: limit 1
         assert storage.claim_concurrency_slot("duckdb", holder.run_id, "step").is_claimed
-    waiting = subprocess.Popen([PHANTOM, "run", "--select", "group:warehouse"], cwd=REPO_ROOT,
-                               env=_env(settings, home), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    waiting = subprocess.Popen(
+        [PHANTOM, "run", "--select", "group:warehouse"],
+        cwd=REPO_ROOT,
+        env=_env(settings, home),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     seen = []
     for line in waiting.stderr:
         seen.append(line)
@@ -230,10 +249,19 @@ def test_phantom_run_store_hotel_materializes_no_airline_partition(tmp_path: Pat
         "DAGSTER_HOME": str(_home(tmp_path)),
         "PHANTOM_CONFIG": str(tmp_path / "phantom.toml"),
     }
-    command = [PHANTOM, "run", "--store", "hotel", "--select", "*transition_kernels",
-               "--workers", "1"]  # fmt: skip
-    result = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                            timeout=600)  # fmt: skip
+    command = [
+        PHANTOM,
+        "run",
+        "--store",
+        "hotel",
+        "--select",
+        "*transition_kernels",
+        "--workers",
+        "1",
+    ]
+    result = subprocess.run(
+        command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
         keys = ("store_warehouse", "labeled_sessions", "transition_kernels")

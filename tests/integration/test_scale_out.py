@@ -114,8 +114,10 @@ def test_scale_out_configs_read_the_documented_variables_and_point_at_the_locati
     }
     assert instance["concurrency"]["pools"]["default_limit"] == 1
     worker = yaml.safe_load((folder / "celery.yaml").read_text())["execution"]["config"]
-    assert worker == {"broker": {"env": "DAGSTER_CELERY_BROKER_URL"},
-                      "backend": {"env": "DAGSTER_CELERY_BACKEND_URL"}}  # fmt: skip
+    assert worker == {
+        "broker": {"env": "DAGSTER_CELERY_BROKER_URL"},
+        "backend": {"env": "DAGSTER_CELERY_BACKEND_URL"},
+    }
     workspace = yaml.safe_load((folder / "workspace.yaml").read_text())
     module = workspace["load_from"][0]["python_module"]["module_name"]
     assert module == deploy.CODE_LOCATION == "orchestration.scale_out.celery"
@@ -155,9 +157,13 @@ def test_slice_data_versions_equal_an_in_process_materialization(
     with dg.instance_for_test() as instance:
         for key in SLICE_KEYS:
             result = dg.materialize(
-                assets, selection=list(demo.SLICE_ASSETS), partition_key=key, instance=instance,
-                resources=resources, run_config=demo.SLICE_RUN_CONFIG,
-            )  # fmt: skip
+                assets,
+                selection=list(demo.SLICE_ASSETS),
+                partition_key=key,
+                instance=instance,
+                resources=resources,
+                run_config=demo.SLICE_RUN_CONFIG,
+            )
             assert result.success, key
         in_process = demo.data_versions(instance, SLICE_KEYS)
     assert len(in_process) == len(SLICE_KEYS) * len(demo.SLICE_ASSETS)
@@ -171,10 +177,13 @@ def test_the_demo_keeps_every_log_of_the_deployment_before_its_temp_dir_goes(tmp
         (root / name).write_text(name)
     kept = demo.keep_logs(root, tmp_path / "logs" / "scale-demo-1")
     assert sorted(p.relative_to(tmp_path / "logs" / "scale-demo-1").as_posix() for p in kept) == [
-        "data/logs/run-1.log", "redis/redis.log", "worker-1.log"
-    ]  # fmt: skip
-    assert all(p.read_text() == p.relative_to(tmp_path / "logs/scale-demo-1").as_posix()
-               for p in kept)  # fmt: skip
+        "data/logs/run-1.log",
+        "redis/redis.log",
+        "worker-1.log",
+    ]
+    assert all(
+        p.read_text() == p.relative_to(tmp_path / "logs/scale-demo-1").as_posix() for p in kept
+    )
 
 
 def test_speedup_measures_each_partition_alone_then_all_at_once_at_the_configured_budgets(

@@ -20,11 +20,18 @@ pytestmark = pytest.mark.integration
 
 def _write_certificate(settings: Settings, store: str, harm: np.ndarray) -> None:
     """A report.json whose gate tested `harm` (per held-out seed) against the bound 0.02."""
-    tested = store_sample_test(harm, rng=np.random.default_rng(0), threshold=0.02,
-                               alternative="less")  # fmt: skip
-    report = {"certified": False, "policy": "dqn-baseline-a050", "baseline": "tuned-a050",
-              "reasons": ["not certified: because"], "n_pairs": harm.size, "p_value": 1.0,
-              "gate": {"comparisons": [{"role": HARM_ROLE, **tested.to_dict()}]}}  # fmt: skip
+    tested = store_sample_test(
+        harm, rng=np.random.default_rng(0), threshold=0.02, alternative="less"
+    )
+    report = {
+        "certified": False,
+        "policy": "dqn-baseline-a050",
+        "baseline": "tuned-a050",
+        "reasons": ["not certified: because"],
+        "n_pairs": harm.size,
+        "p_value": 1.0,
+        "gate": {"comparisons": [{"role": HARM_ROLE, **tested.to_dict()}]},
+    }
     write_json_atomic(report, settings.lake.certification_dir(store) / REPORT_FILE)
 
 
@@ -74,15 +81,23 @@ def test_a_store_without_price_logs_says_its_prices_are_declared_in_the_settings
     model = declared_price_model("airline", reason, {})
     write_store_prices(model, settings.lake.store_prices_dir("airline"))
     empty = pl.DataFrame(
-        {"class": ["human", "agent"], "premium": [float("nan")] * 2, "ci_low": [float("nan")] * 2,
-         "ci_high": [float("nan")] * 2, "n_quotes": [0, 0], "n_experiments": [0, 0]},
+        {
+            "class": ["human", "agent"],
+            "premium": [float("nan")] * 2,
+            "ci_low": [float("nan")] * 2,
+            "ci_high": [float("nan")] * 2,
+            "n_quotes": [0, 0],
+            "n_experiments": [0, 0],
+        },
         schema=COI_SCHEMA,
-    )  # fmt: skip
+    )
     write_parquet_atomic(empty, settings.lake.observed_coi_file("airline"))
     summary = collect_summary(settings)
     prices = summary["stores"]["airline"]["prices"]
-    settings_text = ("[market] declared_anchor_range = [90, 110], declared_products = 10, "
-                     "declared_markup = 0.5, declared_quote_noise = 0.2")  # fmt: skip
+    settings_text = (
+        "[market] declared_anchor_range = [90, 110], declared_products = 10, "
+        "declared_markup = 0.5, declared_quote_noise = 0.2"
+    )
     assert prices == {"source": "declared", "reason": reason, "declared": settings_text}
     block = " ".join(_store_block(render_summary(settings, summary), "airline").split())
     assert "n/a" not in block
@@ -99,10 +114,16 @@ def test_a_class_without_quotes_says_so_instead_of_empty_numbers(settings: Setti
     payload = json.loads(model_file.read_text())
     model_file.write_text(json.dumps({**payload, "source": "logs", "reason": ""}))
     rows = pl.DataFrame(
-        {"class": ["human", "agent"], "premium": [0.2, float("nan")], "ci_low": [0.1, None],
-         "ci_high": [0.3, None], "n_quotes": [40, 0], "n_experiments": [4, 0]},
+        {
+            "class": ["human", "agent"],
+            "premium": [0.2, float("nan")],
+            "ci_low": [0.1, None],
+            "ci_high": [0.3, None],
+            "n_quotes": [40, 0],
+            "n_experiments": [4, 0],
+        },
         schema=COI_SCHEMA,
-    )  # fmt: skip
+    )
     write_parquet_atomic(rows, settings.lake.observed_coi_file("hotel"))
     block = _store_block(render_summary(settings), "hotel")
     assert "  observed COI   human 0.2000 [0.1000, 0.3000] (40 quotes); agent: no quotes" in block

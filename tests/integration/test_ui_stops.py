@@ -99,15 +99,25 @@ def test_sigterm_to_make_ui_ends_every_process_within_10_seconds_even_with_a_run
     with dg.DagsterInstance.from_config(str(home)) as instance:  # raw_events for dbt to read
         assert not run_pipeline(settings, instance, "raw_events").failed
     port = free_port()
-    env = {**os.environ, "DAGSTER_HOME": str(home), "PHANTOM_DATA_DIR": str(settings.data_dir),
-           # `dagster dev` re-parses the dbt project with the `dbt` beside this interpreter.
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "PHANTOM_DATA_DIR": str(settings.data_dir),
+        # `dagster dev` re-parses the dbt project with the `dbt` beside this interpreter.
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
     # As a terminal starts it (its own session); `-o setup`: this environment is set up already.
     command = ["make", "-o", "setup", "ui", f"UI_PORT={port}", f"VENV={sys.prefix}"]
     log_path = tmp_path / "make_ui.log"
     log = log_path.open("w")
-    make = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    make = subprocess.Popen(
+        command,
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     pids: set[int] = set()
     try:
         wait_until_serving(port, make, log_path, STARTUP_TIMEOUT_S)
@@ -147,10 +157,18 @@ STUBBORN = textwrap.dedent(
 def test_the_ui_wrapper_kills_processes_that_ignore_signals_in_time(tmp_path: Path, how: str):
     ready = tmp_path / "grandchild.pid"
     wrapper = subprocess.Popen(
-        [sys.executable, "-m", "orchestration.devserver", sys.executable, "-c", STUBBORN,
-         str(ready)],
-        cwd=REPO_ROOT, start_new_session=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "orchestration.devserver",
+            sys.executable,
+            "-c",
+            STUBBORN,
+            str(ready),
+        ],
+        cwd=REPO_ROOT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not (ready.exists() and ready.read_text().endswith("\n")):

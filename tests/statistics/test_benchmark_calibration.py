@@ -65,6 +65,7 @@ def test_the_study_fails_an_interval_that_counts_training_seeds_as_episode_seeds
     curves = benchmark_curves(naive, ["profit"]).join(targets, on=keys)
     assert set(curves["n"]) == {24}
     hit = (curves["ci_low"] <= curves["target"]) & (curves["target"] <= curves["ci_high"])
-    result = CalibrationResult("naive_curve_t_ci", "normal_seeds8_train3", 0.95, 200,
-                               coverage=float(hit.mean()))  # fmt: skip
+    result = CalibrationResult(
+        "naive_curve_t_ci", "normal_seeds8_train3", 0.95, 200, coverage=float(hit.mean())
+    )
     assert not result.holds, result.to_dict()

@@ -54,29 +54,41 @@ def test_mean_test_holds_the_level_of_a_holm_step_over_25_candidates(name, n):
     # 0.025 / 25 = 0.001, where a skewness allowance tuned at 0.025 could fail, and where passing
     # all-zero harm at face value did (0.8^24 = 0.0047 of harm_zero_inflated_80 at n = 24).
     holm = 0.001
-    rate = rejection_rate(BY_NAME[name], n, 20_000, np.random.default_rng(13), resamples=1999,
-                          level=holm)  # fmt: skip
+    rate = rejection_rate(
+        BY_NAME[name], n, 20_000, np.random.default_rng(13), resamples=1999, level=holm
+    )
     assert rate <= holm + 3 * binomial_se(holm, 20_000), rate
 
 
 @pytest.mark.parametrize(
     ("name", "n", "n_reps"),
-    [("left_skew_2", 32, 2000), ("harm_skew_2", 32, 2000), ("harm_zero_inflated_80", 32, 2000),
-     ("harm_zero_inflated_70", 60, 2000)],
-)  # fmt: skip
+    [
+        ("left_skew_2", 32, 2000),
+        ("harm_skew_2", 32, 2000),
+        ("harm_zero_inflated_80", 32, 2000),
+        ("harm_zero_inflated_70", 60, 2000),
+    ],
+)
 def test_the_tests_the_gate_used_before_break_the_level_in_the_same_layouts(name, n, n_reps):
     # The study detects a broken test: the sign-flip test (symmetry, not the mean) on a
     # left-skewed mean-0 difference, the Student-t harm bound on right-skewed / zero-inflated harm.
     layout = BY_NAME[name]
-    rate = rejection_rate(layout, n, n_reps, np.random.default_rng(11),
-                          procedure=OLD_PROCEDURE[layout.use])  # fmt: skip
+    rate = rejection_rate(
+        layout, n, n_reps, np.random.default_rng(11), procedure=OLD_PROCEDURE[layout.use]
+    )
     assert rate > _tolerance(n_reps), rate
 
 
 def test_without_its_skewness_allowance_the_bootstrap_t_is_liberal_under_left_skew():
     # Why the allowance: a rare loss absent from 32 seeds is absent from their resamples too.
-    rate = rejection_rate(BY_NAME["left_skew_2"], 32, 6000, np.random.default_rng(12),
-                          resamples=RESAMPLES, skew_allowance=0.0)  # fmt: skip
+    rate = rejection_rate(
+        BY_NAME["left_skew_2"],
+        32,
+        6000,
+        np.random.default_rng(12),
+        resamples=RESAMPLES,
+        skew_allowance=0.0,
+    )
     assert rate > _tolerance(6000), rate
 
 

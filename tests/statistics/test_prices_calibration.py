@@ -29,9 +29,9 @@ INTERVALS = (
     "premium_difference_welch_cr3_ci",
 )
 IDENTIFIED = ("markup_cr3_t_ci", "s0_cr3_t_ci")
-TRUE_ANCHORS = pl.DataFrame({
-    "product_id": [f"P{i:02d}" for i in range(ANCHORS.size)], "anchor": ANCHORS
-})  # fmt: skip
+TRUE_ANCHORS = pl.DataFrame(
+    {"product_id": [f"P{i:02d}" for i in range(ANCHORS.size)], "anchor": ANCHORS}
+)
 
 
 @pytest.fixture(scope="module")

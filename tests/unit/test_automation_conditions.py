@@ -15,13 +15,20 @@ _versions = count()
 
 
 def _graph(child_group: str) -> list[dg.AssetsDefinition]:
-    @dg.asset(partitions_def=STORES, group_name="fingerprint",
-              automation_condition=condition_for("fingerprint"))  # fmt: skip
+    @dg.asset(
+        partitions_def=STORES,
+        group_name="fingerprint",
+        automation_condition=condition_for("fingerprint"),
+    )
     def scores() -> dg.MaterializeResult:
         return dg.MaterializeResult(data_version=dg.DataVersion(str(next(_versions))))
 
-    @dg.asset(partitions_def=STORES, group_name=child_group, deps=[scores],
-              automation_condition=condition_for(child_group))  # fmt: skip
+    @dg.asset(
+        partitions_def=STORES,
+        group_name=child_group,
+        deps=[scores],
+        automation_condition=condition_for(child_group),
+    )
     def market() -> dg.MaterializeResult:
         return dg.MaterializeResult(data_version=dg.DataVersion("same"))
 
@@ -30,8 +37,11 @@ def _graph(child_group: str) -> list[dg.AssetsDefinition]:
 
 def _requested(assets, instance, cursor, now) -> tuple[set[tuple[str, str]], object]:
     result = dg.evaluate_automation_conditions(assets, instance, cursor=cursor, evaluation_time=now)
-    requested = {(record.key.to_user_string(), partition) for record in result.results
-                 for partition in result.get_requested_partitions(record.key)}  # fmt: skip
+    requested = {
+        (record.key.to_user_string(), partition)
+        for record in result.results
+        for partition in result.get_requested_partitions(record.key)
+    }
     return requested, result.cursor
 
 
@@ -50,8 +60,9 @@ def test_an_input_updated_in_the_same_run_does_not_request_the_asset_again():
         again, cursor = _requested(assets, instance, cursor, now + timedelta(minutes=1))
         assert again == set()
         # The scores alone, with a new data version: the market follows, for that store only.
-        assert dg.materialize(assets, selection=["scores"], partition_key="hotel",
-                              instance=instance).success  # fmt: skip
+        assert dg.materialize(
+            assets, selection=["scores"], partition_key="hotel", instance=instance
+        ).success
         follows, _ = _requested(assets, instance, cursor, now + timedelta(minutes=2))
     assert follows == {("market", "hotel")}
 
@@ -63,8 +74,13 @@ def _diamond() -> list[dg.AssetsDefinition]:
         return dg.MaterializeResult(data_version=dg.DataVersion(str(next(_versions))))
 
     def asset(name: str, group: str, deps: list[str]) -> dg.AssetsDefinition:
-        return dg.asset(name=name, partitions_def=STORES, group_name=group, deps=deps,
-                        automation_condition=condition_for(group))(version)  # fmt: skip
+        return dg.asset(
+            name=name,
+            partitions_def=STORES,
+            group_name=group,
+            deps=deps,
+            automation_condition=condition_for(group),
+        )(version)
 
     return [
         asset("sessions", "fingerprint", []),
@@ -86,10 +102,14 @@ def test_an_asset_waits_while_an_ancestor_two_levels_up_is_being_rebuilt():
         # The sessions' run is under way when the prices change beside it.
         job = dg.Definitions(assets=assets).resolve_implicit_global_asset_job_def()
         sessions = dg.AssetKey("sessions")
-        instance.create_run_for_job(job, asset_selection=frozenset({sessions}),
-                                    tags={"dagster/partition": "hotel"},
-                                    status=dg.DagsterRunStatus.STARTED)  # fmt: skip
-        assert dg.materialize(assets, selection=["prices"], partition_key="hotel",
-                              instance=instance).success  # fmt: skip
+        instance.create_run_for_job(
+            job,
+            asset_selection=frozenset({sessions}),
+            tags={"dagster/partition": "hotel"},
+            status=dg.DagsterRunStatus.STARTED,
+        )
+        assert dg.materialize(
+            assets, selection=["prices"], partition_key="hotel", instance=instance
+        ).success
         waiting, cursor = _requested(assets, instance, cursor, now + timedelta(minutes=1))
     assert waiting == set()

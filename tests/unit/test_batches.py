@@ -142,18 +142,29 @@ def test_a_copied_data_root_counts_each_file_once_and_resolves_paths_inside_the_
 
 def test_the_registry_stores_paths_relative_to_the_data_root(tmp_path: Path):
     _root_with_batches(tmp_path / "data")
-    stored = {json.loads(p.read_text())["path"] for p in BatchRegistry(tmp_path / "data" / "lake")
-              .root.glob("*.json")}  # fmt: skip
-    assert stored == {"incoming/demo/sim_1.jsonl", "incoming/demo/sim_2.jsonl",
-                      "incoming/export.csv"}  # fmt: skip
+    stored = {
+        json.loads(p.read_text())["path"]
+        for p in BatchRegistry(tmp_path / "data" / "lake").root.glob("*.json")
+    }
+    assert stored == {
+        "incoming/demo/sim_1.jsonl",
+        "incoming/demo/sim_2.jsonl",
+        "incoming/export.csv",
+    }
 
 
 def _write_old_format(registry: BatchRegistry, path: Path, *, demo: bool) -> str:
     """A record as versions before issue 32 wrote it: the file's absolute path."""
     digest = file_digest(path)
     key = batch_key(digest, datetime(2025, 6, 2, tzinfo=UTC))
-    old = {"key": key, "path": str(path.resolve()), "sha256": digest, "size": path.stat().st_size,
-           "registered_at": None, "demo": demo}  # fmt: skip
+    old = {
+        "key": key,
+        "path": str(path.resolve()),
+        "sha256": digest,
+        "size": path.stat().st_size,
+        "registered_at": None,
+        "demo": demo,
+    }
     registry.root.mkdir(parents=True, exist_ok=True)
     (registry.root / f"{key}.json").write_text(json.dumps(old))
     return key
@@ -164,15 +175,19 @@ def test_an_old_registry_of_absolute_paths_resolves_them_against_the_current_roo
     original = tmp_path / "data"
     sim = _touch(demo_dir(original / "incoming") / "sim_1.jsonl", b"1", when)
     export = _touch(original / "incoming" / "export.csv", b"3", when)
-    keys = [_write_old_format(BatchRegistry(original / "lake"), sim, demo=True),
-            _write_old_format(BatchRegistry(original / "lake"), export, demo=False)]  # fmt: skip
+    keys = [
+        _write_old_format(BatchRegistry(original / "lake"), sim, demo=True),
+        _write_old_format(BatchRegistry(original / "lake"), export, demo=False),
+    ]
     assert BatchRegistry(original / "lake").get(keys[0]).source == sim.resolve()
     copy = tmp_path / "copy"
     shutil.copytree(original, copy)
     registry = BatchRegistry(copy / "lake")
     resolved = {r.key: r.source for r in registry.records()}
-    assert resolved == {keys[0]: (copy / "incoming/demo/sim_1.jsonl").resolve(),
-                        keys[1]: (copy / "incoming/export.csv").resolve()}  # fmt: skip
+    assert resolved == {
+        keys[0]: (copy / "incoming/demo/sim_1.jsonl").resolve(),
+        keys[1]: (copy / "incoming/export.csv").resolve(),
+    }
     assert [registry.register(p)[1] for p in candidate_files(copy / "incoming")] == [False, False]
     assert len(registry.records()) == 2
 

@@ -56,8 +56,10 @@ def test_materializations_since_counts_each_partition_and_ignores_earlier_ones()
         for key in ("a", "b", "a"):
             dg.materialize([thing], partition_key=key, instance=instance)
         made = _materializations_since(instance, since)
-    assert {node: len(times) for node, times in made.items()} == {("thing", "a"): 2,
-                                                                   ("thing", "b"): 1}  # fmt: skip
+    assert {node: len(times) for node, times in made.items()} == {
+        ("thing", "a"): 2,
+        ("thing", "b"): 1,
+    }
     assert made[("thing", "a")] == sorted(made[("thing", "a")])
 
 

@@ -87,8 +87,11 @@ def cluster_vcov(
     quad = np.einsum("gkc,kl,glc->gc", psi, binv, psi)  # ψ_gᵀ B⁻¹ ψ_g per parameter
     trace = omega_sq.sum(axis=0) - quad.sum(axis=0)
     cross = np.einsum("kl,gkc,gmc->clm", binv, psi, psi)  # B⁻¹ Ψ_cᵀ Ψ_c per parameter
-    fro = ((omega_sq**2).sum(axis=0) - 2.0 * (omega_sq * quad).sum(axis=0)
-           + np.einsum("clm,cml->c", cross, cross))  # fmt: skip
+    fro = (
+        (omega_sq**2).sum(axis=0)
+        - 2.0 * (omega_sq * quad).sum(axis=0)
+        + np.einsum("clm,cml->c", cross, cross)
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
         df = np.where((fro > 0) & (trace > 0), trace**2 / fro, np.nan)
     return vcov, df, adjusted
@@ -110,8 +113,7 @@ def _mean_df(n: np.ndarray, kappa: float) -> float:
     trace = a.sum() + alpha * (nt @ nt) - 2.0 * beta * (wt @ nt)
     gram = np.array([[nt @ nt, nt @ wt], [wt @ nt, wt @ wt]])
     core = np.array([[alpha, -beta], [-beta, 0.0]]) @ gram
-    fro = (a @ a + 2.0 * (alpha * (a @ nt**2) - 2.0 * beta * (a @ (wt * nt)))
-           + np.trace(core @ core))  # fmt: skip
+    fro = a @ a + 2.0 * (alpha * (a @ nt**2) - 2.0 * beta * (a @ (wt * nt))) + np.trace(core @ core)
     return float(trace**2 / fro) if fro > 0 else float("nan")
 
 

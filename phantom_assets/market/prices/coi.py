@@ -149,14 +149,18 @@ class CoiDifference:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields (NaN -> None)."""
-        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                for k, v in self.__dict__.items()}  # fmt: skip
+        return {
+            k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in self.__dict__.items()
+        }
 
 
 def welch_difference(
-    estimates: tuple[float, float], ses: tuple[float, float], dfs: tuple[float, float],
+    estimates: tuple[float, float],
+    ses: tuple[float, float],
+    dfs: tuple[float, float],
     level: float,
-) -> tuple[float, float, float, float, float, float]:  # fmt: skip
+) -> tuple[float, float, float, float, float, float]:
     """(difference, ci_low, ci_high, t, df, p) of estimates[0] − estimates[1]: Welch t with the
     Satterthwaite combination of the two dfs; NaN where either SE or df is undefined."""
     v = np.square(ses)

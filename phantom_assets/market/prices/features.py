@@ -49,15 +49,36 @@ __all__ = [
 ]
 
 EVENT_INPUT_COLUMNS: tuple[str, ...] = (
-    "session_id", "experiment_id", "store", "actor", "ts", "event", "product_id", "price",
-    "record_type", "source_row", "batch_id",
-)  # fmt: skip
+    "session_id",
+    "experiment_id",
+    "store",
+    "actor",
+    "ts",
+    "event",
+    "product_id",
+    "price",
+    "record_type",
+    "source_row",
+    "batch_id",
+)
 """Canonical event columns `quote_features` reads (a subset of `constants.CANONICAL_COLUMNS`)."""
 QUOTE_COLUMNS: tuple[str, ...] = (
-    "store", "session_id", "experiment_id", "actor", "product_id", "price", "event", "ts",
-    "shown_ts", *(f"s_{name}" for name in ENGAGEMENT_SIGNALS), "bought", "decision", "batch_id",
-    "source_row", "reason",
-)  # fmt: skip
+    "store",
+    "session_id",
+    "experiment_id",
+    "actor",
+    "product_id",
+    "price",
+    "event",
+    "ts",
+    "shown_ts",
+    *(f"s_{name}" for name in ENGAGEMENT_SIGNALS),
+    "bought",
+    "decision",
+    "batch_id",
+    "source_row",
+    "reason",
+)
 """Columns of `quote_features`' frame, in order."""
 _KEY = ["session_id", "product_id"]
 
@@ -163,9 +184,17 @@ def quote_features(events: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     )
     quoted = _quoted_views(rows)
     logs = rows.filter(pl.col("record_type") == PRICE_LOG).select(
-        "store", "session_id", "experiment_id", "actor", "product_id", "price", "ts", "batch_id",
-        "source_row", "pos",
-    )  # fmt: skip
+        "store",
+        "session_id",
+        "experiment_id",
+        "actor",
+        "product_id",
+        "price",
+        "ts",
+        "batch_id",
+        "source_row",
+        "pos",
+    )
     delay_ms = (pl.col("ts") - pl.col("shown_ts")).dt.total_milliseconds()
     has_show = pl.col("shown_pos").is_not_null() & (delay_ms <= MAX_QUOTE_DELAY_MS)
     valid = pl.col("price").is_finite() & (pl.col("price") > 0)

@@ -50,7 +50,9 @@ def plot_observed_coi(
     title = f"Observed COI {store}".strip()
     if difference is not None:
         d = difference
-        title += (f"\nhuman − agent = {100 * d.difference:.2f} pp, "
-                  f"p = {d.p_value:.3g} (Welch cluster t, df {d.df:.1f})")  # fmt: skip
+        title += (
+            f"\nhuman − agent = {100 * d.difference:.2f} pp, "
+            f"p = {d.p_value:.3g} (Welch cluster t, df {d.df:.1f})"
+        )
     ax.set_title(title, fontsize=9)
     return fig

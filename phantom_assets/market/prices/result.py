@@ -141,23 +141,36 @@ class PriceModel:
             return None if x is None or not math.isfinite(x) else float(x)
 
         return {
-            "store": self.store, "source": self.source, "reason": self.reason,
+            "store": self.store,
+            "source": self.source,
+            "reason": self.reason,
             "quote_noise": num(self.quote_noise),
             "quote_noise_ci_low": num(self.quote_noise_ci[0]),
             "quote_noise_ci_high": num(self.quote_noise_ci[1]),
-            "noise_sd": num(self.noise_sd), "noise_sd_ci_low": num(self.noise_sd_ci[0]),
+            "noise_sd": num(self.noise_sd),
+            "noise_sd_ci_low": num(self.noise_sd_ci[0]),
             "noise_sd_ci_high": num(self.noise_sd_ci[1]),
-            "arm_sd": num(self.arm_sd), "arm_p": num(self.arm_p),
-            "markup": num(self.markup), "markup_ci_low": num(self.markup_ci[0]),
-            "markup_ci_high": num(self.markup_ci[1]), "markup_source": self.markup_source,
-            "s0": num(self.s0), "s0_ci_low": num(self.s0_ci[0]), "s0_ci_high": num(self.s0_ci[1]),
-            "s0_source": self.s0_source, "signal": self.signal,
+            "arm_sd": num(self.arm_sd),
+            "arm_p": num(self.arm_p),
+            "markup": num(self.markup),
+            "markup_ci_low": num(self.markup_ci[0]),
+            "markup_ci_high": num(self.markup_ci[1]),
+            "markup_source": self.markup_source,
+            "s0": num(self.s0),
+            "s0_ci_low": num(self.s0_ci[0]),
+            "s0_ci_high": num(self.s0_ci[1]),
+            "s0_source": self.s0_source,
+            "signal": self.signal,
             "signal_weights": self.signal_weights,
             "cv_rmse": {k: num(v) for k, v in self.cv_rmse.items()},
-            "n_quotes": self.n_quotes, "n_sessions": self.n_sessions,
-            "n_experiments": self.n_experiments, "n_products": self.anchors.height,
-            "excluded": dict(self.excluded), "level": self.level, "ci_method": self.ci_method,
-        }  # fmt: skip
+            "n_quotes": self.n_quotes,
+            "n_sessions": self.n_sessions,
+            "n_experiments": self.n_experiments,
+            "n_products": self.anchors.height,
+            "excluded": dict(self.excluded),
+            "level": self.level,
+            "ci_method": self.ci_method,
+        }
 
 
 def declared_price_model(
@@ -174,15 +187,27 @@ def declared_price_model(
     n = 0 if views is None else views.height
     count = (lambda c: 0) if views is None else (lambda c: views[c].n_unique())
     return PriceModel(
-        store=store, source="declared", reason=reason,
-        anchors=pl.DataFrame(schema=ANCHOR_SCHEMA), signal=DECLARED_SIGNAL, cv_rmse={},
-        markup=float(DECLARED_MARKUP), markup_ci=_NAN2, markup_source="declared", s0=None,
-        s0_ci=_NAN2, s0_source="declared", noise_sd=DECLARED_QUOTE_NOISE / math.sqrt(3.0),
-        noise_sd_ci=_NAN2, n_quotes=n, n_sessions=count("session_id"),
-        n_experiments=count("experiment_id"), excluded=dict(excluded),
+        store=store,
+        source="declared",
+        reason=reason,
+        anchors=pl.DataFrame(schema=ANCHOR_SCHEMA),
+        signal=DECLARED_SIGNAL,
+        cv_rmse={},
+        markup=float(DECLARED_MARKUP),
+        markup_ci=_NAN2,
+        markup_source="declared",
+        s0=None,
+        s0_ci=_NAN2,
+        s0_source="declared",
+        noise_sd=DECLARED_QUOTE_NOISE / math.sqrt(3.0),
+        noise_sd_ci=_NAN2,
+        n_quotes=n,
+        n_sessions=count("session_id"),
+        n_experiments=count("experiment_id"),
+        excluded=dict(excluded),
         ci_method=f"declared (anchors: uniform in {_MARKET.declared_anchor_range}, "
         f"MarketConfig.declared_anchor_range)",
-    )  # fmt: skip
+    )
 
 
 def price_model_markdown(model: PriceModel) -> str:

@@ -20,11 +20,30 @@ from phantom_assets.storage import write_json_atomic, write_parquet_atomic
 
 __all__ = ["read_store_prices", "write_store_prices"]
 _REQUIRED = (
-    "store", "source", "reason", "quote_noise", "noise_sd", "noise_sd_ci_low", "noise_sd_ci_high",
-    "markup", "markup_ci_low", "markup_ci_high", "markup_source", "s0", "s0_ci_low", "s0_ci_high",
-    "s0_source", "signal", "cv_rmse", "n_quotes", "n_sessions", "n_experiments", "excluded",
-    "level", "ci_method",
-)  # fmt: skip
+    "store",
+    "source",
+    "reason",
+    "quote_noise",
+    "noise_sd",
+    "noise_sd_ci_low",
+    "noise_sd_ci_high",
+    "markup",
+    "markup_ci_low",
+    "markup_ci_high",
+    "markup_source",
+    "s0",
+    "s0_ci_low",
+    "s0_ci_high",
+    "s0_source",
+    "signal",
+    "cv_rmse",
+    "n_quotes",
+    "n_sessions",
+    "n_experiments",
+    "excluded",
+    "level",
+    "ci_method",
+)
 
 
 def write_store_prices(model: PriceModel, folder: Path) -> dict[str, str]:
@@ -79,8 +98,10 @@ def _read_anchors(path: Path) -> pl.DataFrame:
         pl.col("product_id").is_null() | ~(pl.col("anchor") > 0) | pl.col("anchor").is_nan()
     )
     if bad.height or frame["product_id"].is_duplicated().any():
-        raise ValueError(f"{path}: anchors must be positive with one row per product_id; "
-                         f"bad rows: {bad.head(3).to_dicts()}")  # fmt: skip
+        raise ValueError(
+            f"{path}: anchors must be positive with one row per product_id; "
+            f"bad rows: {bad.head(3).to_dicts()}"
+        )
     return frame
 
 
@@ -97,21 +118,28 @@ def read_store_prices(folder: Path) -> PriceModel:
         raise ValueError(f"{folder / ANCHORS_FILE}: no anchors, but price_model.json says logs")
     try:
         return PriceModel(
-            store=payload["store"], source=payload["source"], reason=payload["reason"],
-            anchors=anchors, signal=payload["signal"],
+            store=payload["store"],
+            source=payload["source"],
+            reason=payload["reason"],
+            anchors=anchors,
+            signal=payload["signal"],
             cv_rmse={k: _num(v) for k, v in payload["cv_rmse"].items()},
             markup=_num(payload["markup"]),
             markup_ci=(_num(payload["markup_ci_low"]), _num(payload["markup_ci_high"])),
             markup_source=payload["markup_source"],
             s0=None if payload["s0"] is None else float(payload["s0"]),
             s0_ci=(_num(payload["s0_ci_low"]), _num(payload["s0_ci_high"])),
-            s0_source=payload["s0_source"], noise_sd=_num(payload["noise_sd"]),
+            s0_source=payload["s0_source"],
+            noise_sd=_num(payload["noise_sd"]),
             noise_sd_ci=(_num(payload["noise_sd_ci_low"]), _num(payload["noise_sd_ci_high"])),
-            n_quotes=int(payload["n_quotes"]), n_sessions=int(payload["n_sessions"]),
+            n_quotes=int(payload["n_quotes"]),
+            n_sessions=int(payload["n_sessions"]),
             n_experiments=int(payload["n_experiments"]),
             excluded={k: int(v) for k, v in payload["excluded"].items()},
-            level=float(payload["level"]), ci_method=payload["ci_method"],
-            arm_sd=_num(payload.get("arm_sd")), arm_p=_num(payload.get("arm_p")),
-        )  # fmt: skip
+            level=float(payload["level"]),
+            ci_method=payload["ci_method"],
+            arm_sd=_num(payload.get("arm_sd")),
+            arm_p=_num(payload.get("arm_p")),
+        )
     except (TypeError, ValueError, AttributeError) as e:
         raise ValueError(f"{folder / PRICE_MODEL_FILE}: invalid price model ({e})") from e

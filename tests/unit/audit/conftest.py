@@ -38,15 +38,26 @@ def gate_table(seed: int = 0, **layout) -> pl.DataFrame:
 def run_gate(stress: pl.DataFrame, **kwargs) -> GateDecision:
     """`promotion_gate` against the tuned-static baseline, every check passed, the study's
     harm bound."""
-    options = {"baseline": BASELINE, "static": STATIC, "failed_checks": PASSED,
-               "rng": np.random.default_rng(0), "max_human_harm": HARM_BOUND}  # fmt: skip
+    options = {
+        "baseline": BASELINE,
+        "static": STATIC,
+        "failed_checks": PASSED,
+        "rng": np.random.default_rng(0),
+        "max_human_harm": HARM_BOUND,
+    }
     return promotion_gate(stress, **{**options, **kwargs})
 
 
 def plant(
-    stress: pl.DataFrame, policy: str, *, profit: float = 0.0, value: float = 0.0,
-    harm: float = 0.0, split: str | None = None, alpha: float | None = None,
-) -> pl.DataFrame:  # fmt: skip
+    stress: pl.DataFrame,
+    policy: str,
+    *,
+    profit: float = 0.0,
+    value: float = 0.0,
+    harm: float = 0.0,
+    split: str | None = None,
+    alpha: float | None = None,
+) -> pl.DataFrame:
     """`profit` added with both detectors, `value` with the fitted one only (a detector value),
     `harm` to the harm share, on `policy`'s rows of `split` (all if None) at band α `alpha`
     (all if None)."""

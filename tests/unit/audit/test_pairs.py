@@ -19,7 +19,7 @@ def _table(**layout) -> pl.DataFrame:
 
 def _rows(
     policy: str, detector: str, rows: list[tuple[str, int, float, float, int, float]]
-) -> pl.DataFrame:  # fmt: skip
+) -> pl.DataFrame:
     """Rows `(split, seed, alpha0, alpha, train_seed, profit)` of one arm."""
     columns = ("split", "seed", "alpha0", "alpha", "train_seed", "profit")
     frame = pl.DataFrame(rows, schema=columns, orient="row")
@@ -29,8 +29,15 @@ def _rows(
 def test_training_seeds_are_averaged_within_a_cell_before_the_cells_are():
     # Cell (0, 0) has two training seeds (1, 3 -> 2), cell (1, 1) one (10): the seed's value is
     # (2 + 10) / 2 = 6, not the row mean 14 / 3.
-    rows = _rows(CANDIDATE, "fitted", [("test", 5, 0.0, 0.0, 0, 1.0), ("test", 5, 0.0, 0.0, 1, 3.0),
-                                       ("test", 5, 1.0, 1.0, 0, 10.0)])  # fmt: skip
+    rows = _rows(
+        CANDIDATE,
+        "fitted",
+        [
+            ("test", 5, 0.0, 0.0, 0, 1.0),
+            ("test", 5, 0.0, 0.0, 1, 3.0),
+            ("test", 5, 1.0, 1.0, 0, 10.0),
+        ],
+    )
     paired = paired_stress(stress_cube(rows, "profit"), (CANDIDATE, "fitted"))
     assert paired.test_seeds == (5,) and paired.test.tolist() == [6.0]
 
@@ -46,9 +53,11 @@ def test_pairs_are_one_per_held_out_seed_whatever_the_training_seeds_and_band():
 
 def test_the_worst_band_alpha_is_chosen_on_the_selection_seeds_and_kept_for_the_test_seeds():
     # Selection: the difference is 1 at alpha 0.3 and 3 at alpha 0.7; held-out: 10 and -5.
-    rows = [(split, seed, 0.5, alpha, 0, value)
-            for split, seed, values in (("selection", 1, (1.0, 3.0)), ("test", 2, (10.0, -5.0)))
-            for alpha, value in zip((0.3, 0.7), values, strict=True)]  # fmt: skip
+    rows = [
+        (split, seed, 0.5, alpha, 0, value)
+        for split, seed, values in (("selection", 1, (1.0, 3.0)), ("test", 2, (10.0, -5.0)))
+        for alpha, value in zip((0.3, 0.7), values, strict=True)
+    ]
     zero = [(*row[:-1], 0.0) for row in rows]
     stress = pl.concat([_rows(CANDIDATE, "fitted", rows), _rows(BASELINE, "fitted", zero)])
     cube = stress_cube(stress, "profit")
@@ -65,24 +74,34 @@ def test_ties_on_the_selection_seeds_go_to_the_lower_alpha():
 
 
 def test_detector_value_is_fitted_minus_permuted_profit_of_one_policy_per_seed():
-    rows = pl.concat([
-        _rows(CANDIDATE, "fitted", [("test", 1, 0.0, 0.0, 0, 7.0), ("test", 2, 0.0, 0.0, 0, 4.0)]),
-        _rows(CANDIDATE, "permuted", [("test", 1, 0.0, 0.0, 0, 5.0),
-                                      ("test", 2, 0.0, 0.0, 0, 5.0)]),
-    ])  # fmt: skip
-    value = paired_stress(stress_cube(rows, "profit"), (CANDIDATE, "fitted"),
-                          (CANDIDATE, "permuted"))  # fmt: skip
+    rows = pl.concat(
+        [
+            _rows(
+                CANDIDATE, "fitted", [("test", 1, 0.0, 0.0, 0, 7.0), ("test", 2, 0.0, 0.0, 0, 4.0)]
+            ),
+            _rows(
+                CANDIDATE,
+                "permuted",
+                [("test", 1, 0.0, 0.0, 0, 5.0), ("test", 2, 0.0, 0.0, 0, 5.0)],
+            ),
+        ]
+    )
+    value = paired_stress(
+        stress_cube(rows, "profit"), (CANDIDATE, "fitted"), (CANDIDATE, "permuted")
+    )
     assert value.test.tolist() == [2.0, -1.0]
 
 
 def test_arms_stress_tested_on_different_seeds_or_cells_are_refused():
     stress = _table()
     with pytest.raises(ValueError, match="different cells or seeds"):
-        stress_cube(stress.filter(~((pl.col("detector") == "permuted") & (pl.col("seed") == 12))),
-                    "profit")  # fmt: skip
+        stress_cube(
+            stress.filter(~((pl.col("detector") == "permuted") & (pl.col("seed") == 12))), "profit"
+        )
     with pytest.raises(ValueError, match="different cells or seeds"):
-        stress_cube(stress.filter(~((pl.col("policy") == BASELINE) & (pl.col("alpha") == 0.7))),
-                    "profit")  # fmt: skip
+        stress_cube(
+            stress.filter(~((pl.col("policy") == BASELINE) & (pl.col("alpha") == 0.7))), "profit"
+        )
     with pytest.raises(ValueError, match="no stress rows"):
         paired_stress(stress_cube(stress, "profit"), ("nope-a000", "fitted"))
 

@@ -41,9 +41,18 @@ def test_certification_report_json_is_canonical(report):
 
 def test_stale_records_name_each_stale_record_with_its_causes():
     fresh = ArtifactRecord("market_simulators", "hotel", "v2", None, None, None)
-    stale = ArtifactRecord("trained_policies", "ppo-a050|hotel", "v1", None, None, None,
-                           stale=("has a new dependency data version: market_simulators [hotel]",
-                                  "has a new code version"))  # fmt: skip
+    stale = ArtifactRecord(
+        "trained_policies",
+        "ppo-a050|hotel",
+        "v1",
+        None,
+        None,
+        None,
+        stale=(
+            "has a new dependency data version: market_simulators [hotel]",
+            "has a new code version",
+        ),
+    )
     assert stale_records([fresh, stale]) == [
         "trained_policies [ppo-a050|hotel] is stale (has a new dependency data version: "
         "market_simulators [hotel]; has a new code version)"
@@ -98,10 +107,15 @@ def test_failed_blocking_checks_lists_only_failed_blocking_checks_and_holes():
 
 def test_artifact_record_relative_to_rebases_paths_below_the_root_only():
     record = ArtifactRecord(
-        "kernels", "hotel", "v", None, None, None,
+        "kernels",
+        "hotel",
+        "v",
+        None,
+        None,
+        None,
         artifacts=("/data/lake/k.parquet", "/elsewhere/x.json", "lake/already.json"),
         file_digests={"/data/lake/k.parquet": "d1", "/elsewhere/x.json": "d2"},
-    )  # fmt: skip
+    )
     rebased = record.relative_to("/data")
     assert rebased.artifacts == ("lake/k.parquet", "/elsewhere/x.json", "lake/already.json")
     assert rebased.file_digests == {"lake/k.parquet": "d1", "/elsewhere/x.json": "d2"}

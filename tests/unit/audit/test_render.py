@@ -44,12 +44,18 @@ def test_render_markdown_shows_the_three_comparisons_where_they_were_made_and_th
     report,
 ):
     lines = render_markdown(report).splitlines()
-    assert ("| profit vs the best undefended response | 24 | 1.5 | [0.5, 2.5] | mean <= 0 | "
-            "0.0039 | 0.5 → 0.3, 1.0 → 0.8 |") in lines  # fmt: skip
-    assert ("| detector value beyond engagement | 24 | 0.25 | [0.125, 0.5] | mean <= 0 | 0.0039 "
-            "| 0.5 → 0.7, 1.0 → 1.0 |") in lines  # fmt: skip
-    assert ("| total human harm | 24 | 0.005 | [0.003, 0.007] | mean >= 0.02 | 0.001 | "
-            "0.5 → 0.5, 1.0 → 1.0 |") in lines  # fmt: skip
+    assert (
+        "| profit vs the best undefended response | 24 | 1.5 | [0.5, 2.5] | mean <= 0 | "
+        "0.0039 | 0.5 → 0.3, 1.0 → 0.8 |"
+    ) in lines
+    assert (
+        "| detector value beyond engagement | 24 | 0.25 | [0.125, 0.5] | mean <= 0 | 0.0039 "
+        "| 0.5 → 0.7, 1.0 → 1.0 |"
+    ) in lines
+    assert (
+        "| total human harm | 24 | 0.005 | [0.003, 0.007] | mean >= 0.02 | 0.001 | "
+        "0.5 → 0.5, 1.0 → 1.0 |"
+    ) in lines
     assert (  # reported beside the decision; an infinite bound is stored as None
         "| profit vs the static engine static-a050 (reported, not decided) | 24 | 2 | [—, 3] | "
         "mean <= 0 | 0.0078 | 0.5 → 0.3 |" in lines
@@ -59,8 +65,10 @@ def test_render_markdown_shows_the_three_comparisons_where_they_were_made_and_th
         "| policy | profit_advantage | detector_value | score | human_harm | p_profit | "
         "p_detector | p_harm | p_value | p_holm | failed checks |"
     )
-    assert lines[header + 2] == ("| ppo-robust-a050 | 1.25 | 0.5 | 0.5 | 0.004 | 0.0039 | 0.0039 "
-                                 "| 0.001 | 0.0039 | 0.0039 | — |")  # fmt: skip
+    assert lines[header + 2] == (
+        "| ppo-robust-a050 | 1.25 | 0.5 | 0.5 | 0.004 | 0.0039 | 0.0039 "
+        "| 0.001 | 0.0039 | 0.0039 | — |"
+    )
 
 
 def test_render_markdown_of_a_real_gate_decision(report):

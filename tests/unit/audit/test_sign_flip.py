@@ -69,10 +69,14 @@ def test_sign_flip_above_the_exact_limit_uses_random_subsets_reproducibly():
 def _scipy_one_sided_p_approx(diff: np.ndarray) -> float:
     return float(
         stats.permutation_test(
-            (diff,), np.mean, permutation_type="samples", alternative="greater",
-            n_resamples=20_000, rng=np.random.default_rng(0),
+            (diff,),
+            np.mean,
+            permutation_type="samples",
+            alternative="greater",
+            n_resamples=20_000,
+            rng=np.random.default_rng(0),
         ).pvalue
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize(

@@ -49,8 +49,9 @@ def test_mean_test_is_the_larger_of_a_textbook_bootstrap_t_p_and_a_cornish_fishe
     seed, n, shift, allowance
 ):
     x = np.random.default_rng(seed).lognormal(0.0, 0.5, n) - np.exp(0.125) + shift
-    result = mean_test(x, rng=np.random.default_rng(seed + 10), resamples=1999,
-                       skew_allowance=allowance)  # fmt: skip
+    result = mean_test(
+        x, rng=np.random.default_rng(seed + 10), resamples=1999, skew_allowance=allowance
+    )
     p, low = _direct(x, seed + 10, 1999, allowance)
     assert result.p_value == pytest.approx(p, rel=1e-9)
     assert result.ci_low == pytest.approx(low, rel=1e-9)
@@ -83,10 +84,12 @@ def test_the_interval_bounds_are_the_shifted_tests_boundary(alternative):
     first = mean_test(x, rng=np.random.default_rng(3), alternative=alternative)
     bound = first.ci_low if alternative == "greater" else first.ci_high
     step = 1e-9 if alternative == "greater" else -1e-9
-    inside = mean_test(x, rng=np.random.default_rng(3), threshold=bound - step,
-                       alternative=alternative)  # fmt: skip
-    outside = mean_test(x, rng=np.random.default_rng(3), threshold=bound + step,
-                        alternative=alternative)  # fmt: skip
+    inside = mean_test(
+        x, rng=np.random.default_rng(3), threshold=bound - step, alternative=alternative
+    )
+    outside = mean_test(
+        x, rng=np.random.default_rng(3), threshold=bound + step, alternative=alternative
+    )
     assert inside.p_value <= LEVEL < outside.p_value
     assert inside.rejects and not outside.rejects
 
@@ -94,10 +97,11 @@ def test_the_interval_bounds_are_the_shifted_tests_boundary(alternative):
 def test_p_rises_with_the_threshold_and_falls_for_the_mirror():
     x = np.random.default_rng(11).lognormal(0.0, 0.6, 32)
     thresholds = np.linspace(x.mean() - 1.0, x.mean() + 1.0, 41)
-    greater = [mean_test(x, rng=np.random.default_rng(5), threshold=t).p_value
-               for t in thresholds]  # fmt: skip
-    less = [mean_test(x, rng=np.random.default_rng(5), threshold=t, alternative="less").p_value
-            for t in thresholds]  # fmt: skip
+    greater = [mean_test(x, rng=np.random.default_rng(5), threshold=t).p_value for t in thresholds]
+    less = [
+        mean_test(x, rng=np.random.default_rng(5), threshold=t, alternative="less").p_value
+        for t in thresholds
+    ]
     assert np.all(np.diff(greater) >= 0) and np.all(np.diff(less) <= 0)
     assert greater[0] < LEVEL and greater[-1] > 0.5 and less[-1] < LEVEL
 
@@ -127,8 +131,10 @@ def test_the_same_seed_gives_identical_results_and_batches_match_single_tests():
     single = mean_test(x[2], rng=np.random.default_rng(9), threshold=0.2)
     assert single == first[2]  # a test's numbers do not depend on the rest of its batch
     # Where the bootstrap part binds (no allowance), another seed gives other resamples.
-    seeds = [mean_test(x[2], rng=np.random.default_rng(s), threshold=0.2, skew_allowance=0.0)
-             for s in (9, 10)]  # fmt: skip
+    seeds = [
+        mean_test(x[2], rng=np.random.default_rng(s), threshold=0.2, skew_allowance=0.0)
+        for s in (9, 10)
+    ]
     assert seeds[0] != seeds[1]
 
 
@@ -166,8 +172,12 @@ def test_a_clear_effect_reaches_the_p_floor_far_below_holms_level_for_25_candida
 def test_identical_values_are_no_evidence_and_never_reject(value, threshold, alternative):
     # Regression (v1 hotel): a policy identical to its twin. And harm 0 on every seed: zero-
     # inflated harm at the bound shows that 0.5% of the time at n = 24 (80% harm-free seeds).
-    result = mean_test(np.full(24, value), rng=np.random.default_rng(0), threshold=threshold,
-                       alternative=alternative)  # fmt: skip
+    result = mean_test(
+        np.full(24, value),
+        rng=np.random.default_rng(0),
+        threshold=threshold,
+        alternative=alternative,
+    )
     assert result.p_value == 1.0 and not result.rejects and result.mean == value
     assert math.isinf(result.ci_low) and math.isinf(result.ci_high)
     assert "no spread" in result.method and result.to_dict()["ci_low"] is None

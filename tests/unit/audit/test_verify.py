@@ -126,12 +126,21 @@ def test_verify_records_skips_records_without_files():
 def test_report_differences_name_each_decided_field_that_disagrees():
     from phantom_assets.audit import report_differences
 
-    derived = {"policy": "p", "certified": False, "reasons": ["a", "b"],
-               "gate": {"ci_low": -1.0, "comparisons": [{"mean": 2.0}]}, "seeds": {"gate": 29},
-               "environment": {"python": "3.11"}}  # fmt: skip
-    forged = {**derived, "certified": True, "reasons": ["a", "c"],
-              "gate": {"ci_low": -1.0, "comparisons": [{"mean": 2.5}]},
-              "environment": {"python": "3.12"}}  # fmt: skip
+    derived = {
+        "policy": "p",
+        "certified": False,
+        "reasons": ["a", "b"],
+        "gate": {"ci_low": -1.0, "comparisons": [{"mean": 2.0}]},
+        "seeds": {"gate": 29},
+        "environment": {"python": "3.11"},
+    }
+    forged = {
+        **derived,
+        "certified": True,
+        "reasons": ["a", "c"],
+        "gate": {"ci_low": -1.0, "comparisons": [{"mean": 2.5}]},
+        "environment": {"python": "3.12"},
+    }
     assert report_differences(derived, derived) == []
     assert report_differences(forged, derived) == [
         "certified",

@@ -64,9 +64,17 @@ def constant_score(frame: pl.DataFrame) -> np.ndarray:
 
 @pytest.mark.parametrize(
     ("n_human", "alpha", "expected"),
-    [(10, 0.0, 0), (10, 0.1, 1), (10, 0.25, 3), (10, 0.5, 10), (10, 0.75, 30), (10, 1.0, 10),
-     (7, 0.3, 3), (0, 0.5, 0)],
-)  # fmt: skip
+    [
+        (10, 0.0, 0),
+        (10, 0.1, 1),
+        (10, 0.25, 3),
+        (10, 0.5, 10),
+        (10, 0.75, 30),
+        (10, 1.0, 10),
+        (7, 0.3, 3),
+        (0, 0.5, 0),
+    ],
+)
 def test_n_synthetic_follows_round_alpha_nh_over_one_minus_alpha(n_human, alpha, expected):
     assert n_synthetic(n_human, alpha) == expected
 
@@ -151,9 +159,13 @@ def test_contaminate_rejects_scores_of_the_wrong_length(human_kernel, agent_kern
 def test_contaminate_rejects_alpha_outside_the_unit_interval(alpha, human_kernel, agent_kernel):
     with pytest.raises(ValueError, match="alpha"):
         contaminate(
-            humans(human_kernel, 3), agent_kernel, alpha, PARAMS, np.random.default_rng(0),
+            humans(human_kernel, 3),
+            agent_kernel,
+            alpha,
+            PARAMS,
+            np.random.default_rng(0),
             constant_score,
-        )  # fmt: skip
+        )
 
 
 def test_mean_f_rises_with_alpha_under_a_kernel_detector(human_kernel, agent_kernel):
@@ -202,8 +214,12 @@ def test_demand_proxy_rejects_unknown_event_names():
 
 @pytest.mark.parametrize(
     ("means", "tol", "expected"),
-    [({0.0: 0.1, 0.5: 0.4, 1.0: 0.8}, 0.0, True), ({1.0: 0.8, 0.0: 0.1, 0.5: 0.4}, 0.0, True),
-     ({0.0: 0.1, 0.5: 0.09, 1.0: 0.8}, 0.02, True), ({0.0: 0.1, 0.5: 0.05, 1.0: 0.8}, 0.02, False)],
-)  # fmt: skip
+    [
+        ({0.0: 0.1, 0.5: 0.4, 1.0: 0.8}, 0.0, True),
+        ({1.0: 0.8, 0.0: 0.1, 0.5: 0.4}, 0.0, True),
+        ({0.0: 0.1, 0.5: 0.09, 1.0: 0.8}, 0.02, True),
+        ({0.0: 0.1, 0.5: 0.05, 1.0: 0.8}, 0.02, False),
+    ],
+)
 def test_mean_f_is_monotone_allows_drops_within_tolerance(means, tol, expected):
     assert mean_f_is_monotone(means, tol) is expected

@@ -24,11 +24,18 @@ def lake(tmp_path) -> Lake:
     """A store `hotel` with two human and one agent labeled session, all scored."""
     lake = Lake(tmp_path / "lake")
     sessions = {
-        "human": pl.DataFrame({"session_id": ["h1", "h2"], "actor": "human",
-                               "experiment_id": ["x1", None], "n_events": [3, 4]}),
-        "agent": pl.DataFrame({"session_id": ["a1"], "actor": "agent",
-                               "experiment_id": ["x2"], "n_events": [5]}),
-    }  # fmt: skip
+        "human": pl.DataFrame(
+            {
+                "session_id": ["h1", "h2"],
+                "actor": "human",
+                "experiment_id": ["x1", None],
+                "n_events": [3, 4],
+            }
+        ),
+        "agent": pl.DataFrame(
+            {"session_id": ["a1"], "actor": "agent", "experiment_id": ["x2"], "n_events": [5]}
+        ),
+    }
     for actor, frame in sessions.items():
         lake.labeled_sessions("hotel", actor).parent.mkdir(parents=True)
         frame.write_parquet(lake.labeled_sessions("hotel", actor))
@@ -50,8 +57,10 @@ def test_read_labeled_f_stacks_both_classes_with_their_f(lake: Lake):
     labeled = read_labeled_f(lake, "hotel")
     assert labeled.columns == ["session_id", "actor", "experiment_id", "f"]
     assert dict(zip(labeled["session_id"], labeled["f"], strict=True)) == {
-        "h1": 0.1, "h2": 0.2, "a1": 0.9,
-    }  # fmt: skip
+        "h1": 0.1,
+        "h2": 0.2,
+        "a1": 0.9,
+    }
 
 
 def test_write_contaminated_dataset_writes_the_three_files_into_the_folder(lake: Lake):
@@ -68,8 +77,9 @@ def test_write_contaminated_dataset_writes_the_three_files_into_the_folder(lake:
 
 def test_mean_f_by_alpha_reads_the_grid_partitions_on_disk_and_flags_a_drop(lake: Lake):
     for alpha, f in zip(ALPHAS, ([0.2, 0.4], [0.9, 0.7], [0.5]), strict=True):
-        write_contaminated_dataset(pl.DataFrame({"f": f}), {}, {},
-                                   lake.contaminated_dir("hotel", alpha))  # fmt: skip
+        write_contaminated_dataset(
+            pl.DataFrame({"f": f}), {}, {}, lake.contaminated_dir("hotel", alpha)
+        )
     observed = mean_f_by_alpha(lake, "hotel", ALPHAS)
     assert observed == pytest.approx({0.0: 0.3, 0.5: 0.8, 1.0: 0.5})
     assert mean_f_by_alpha(lake, "hotel", (0.0, 0.25)) == pytest.approx({0.0: 0.3})

@@ -55,18 +55,29 @@ PARTITIONS: dict[str, tuple[str, str, float, tuple[int, int, int]]] = {
 def partition_labels(key: str) -> dict[str, object]:
     """The columns `policy_evaluations` labels a partition's rows with."""
     tier, mode, alpha, _ = PARTITIONS[key]
-    return {"store": "hotel", "policy": key, "tier": tier, "mode": mode, "train_alpha": alpha,
-            "config_hash": key}  # fmt: skip
+    return {
+        "store": "hotel",
+        "policy": key,
+        "tier": tier,
+        "mode": mode,
+        "train_alpha": alpha,
+        "config_hash": key,
+    }
 
 
 @pytest.fixture(scope="session")
 def partitions(spec) -> dict[str, PolicyEvaluation]:
     """Protocol tables of fixed-action policies under three keys, two training seeds each."""
     return {
-        key: evaluate_policies({0: action(spec, *grid), 1: action(spec, *grid)}, spec, PROTOCOL,
-                               GRID, partition_labels(key))
+        key: evaluate_policies(
+            {0: action(spec, *grid), 1: action(spec, *grid)},
+            spec,
+            PROTOCOL,
+            GRID,
+            partition_labels(key),
+        )
         for key, (*_, grid) in PARTITIONS.items()
-    }  # fmt: skip
+    }
 
 
 def protocol_rows(
@@ -89,15 +100,31 @@ def protocol_rows(
     pol, a, k, det, episode, train = np.indices(shape).reshape(len(shape), -1)
     alpha, kk = np.asarray(alphas, dtype=float)[a], np.asarray(ks)[k]
     planted = np.asarray([(effect or {}).get(key, 0.0) for key in keys])[pol]
-    profit = (100 - 30 * alpha + 2 * kk + planted + 4 * (det == 0)
-              + rng.normal(0, 10, episodes)[episode]
-              + rng.normal(0, train_sd, (len(keys), train_seeds))[pol, train]
-              + rng.normal(0, 2, pol.size))  # fmt: skip
+    profit = (
+        100
+        - 30 * alpha
+        + 2 * kk
+        + planted
+        + 4 * (det == 0)
+        + rng.normal(0, 10, episodes)[episode]
+        + rng.normal(0, train_sd, (len(keys), train_seeds))[pol, train]
+        + rng.normal(0, 2, pol.size)
+    )
     labels = np.asarray([policies[key] for key in keys], dtype=object)[pol]
-    return pl.DataFrame({
-        "policy": np.asarray(keys)[pol], "tier": labels[:, 0].astype(str),
-        "mode": labels[:, 1].astype(str), "train_alpha": labels[:, 2].astype(float),
-        "train_seed": train, "alpha": alpha, "k": kk, "detector": np.asarray(DETECTOR_MODES)[det],
-        "seed": episode + 100, "profit": profit, "revenue": profit + 50,
-        "leak": rng.uniform(0, 1, pol.size), "human_harm": rng.uniform(0, 0.1, pol.size),
-    }).with_columns(pl.col("k", "seed", "train_seed").cast(pl.Int64))  # fmt: skip
+    return pl.DataFrame(
+        {
+            "policy": np.asarray(keys)[pol],
+            "tier": labels[:, 0].astype(str),
+            "mode": labels[:, 1].astype(str),
+            "train_alpha": labels[:, 2].astype(float),
+            "train_seed": train,
+            "alpha": alpha,
+            "k": kk,
+            "detector": np.asarray(DETECTOR_MODES)[det],
+            "seed": episode + 100,
+            "profit": profit,
+            "revenue": profit + 50,
+            "leak": rng.uniform(0, 1, pol.size),
+            "human_harm": rng.uniform(0, 0.1, pol.size),
+        }
+    ).with_columns(pl.col("k", "seed", "train_seed").cast(pl.Int64))

@@ -24,9 +24,11 @@ from phantom_assets.evaluation import (
 from tests.unit.evaluation.conftest import protocol_rows
 
 METRICS = ("profit", "leak")
-POLICIES = {"dqn-baseline-a050": ("dqn", "baseline", 0.5),
-            "dqn-robust-a050": ("dqn", "robust", 0.5),
-            "static-a000": ("static", "heuristic", 0.0)}  # fmt: skip
+POLICIES = {
+    "dqn-baseline-a050": ("dqn", "baseline", 0.5),
+    "dqn-robust-a050": ("dqn", "robust", 0.5),
+    "static-a000": ("static", "heuristic", 0.0),
+}
 ALPHAS, KS, EPISODES, TRAIN_SEEDS = (0.0, 0.5, 1.0), (2, 8), 8, 3
 
 
@@ -74,14 +76,16 @@ def test_curves_follow_the_contract_per_alpha_k_and_detector_with_n_episode_seed
     assert set(curves["mode"].to_list()) == {"baseline", "robust", "heuristic"}
 
 
-@pytest.mark.parametrize(("policy", "alpha", "k", "detector"),
-                         [("dqn-robust-a050", 0.5, 8, "fitted"),
-                          ("static-a000", 1.0, 2, "permuted")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("policy", "alpha", "k", "detector"),
+    [("dqn-robust-a050", 0.5, 8, "fitted"), ("static-a000", 1.0, 2, "permuted")],
+)
 def test_curves_are_t_intervals_over_training_seed_averaged_episode_means(
     rows, policy, alpha, k, detector
 ):
-    row = benchmark_curves(rows, ["profit"]).filter(policy=policy, alpha=alpha, k=k,
-                                                    detector=detector)  # fmt: skip
+    row = benchmark_curves(rows, ["profit"]).filter(
+        policy=policy, alpha=alpha, k=k, detector=detector
+    )
     means = seed_means(rows, policy, alpha, k, detector)
     oracle = stats.t.interval(0.95, means.size - 1, means.mean(), stats.sem(means))
     assert row["mean"][0] == pytest.approx(means.mean())
@@ -112,8 +116,9 @@ def test_detector_value_pairs_fitted_and_permuted_one_to_one_on_alpha_k_and_seed
     out = paired_differences(pl.concat([rows, rows]), value, ["profit"])
     assert out.schema == pl.Schema(DIFFERENCE_SCHEMA)
     assert out.height == len(ALPHAS) * len(KS) and set(out["n"]) == {EPISODES}
-    per_seed = (seed_means(rows, "dqn-robust-a050", 0.5, 8, "fitted")
-                - seed_means(rows, "dqn-robust-a050", 0.5, 8, "permuted"))  # fmt: skip
+    per_seed = seed_means(rows, "dqn-robust-a050", 0.5, 8, "fitted") - seed_means(
+        rows, "dqn-robust-a050", 0.5, 8, "permuted"
+    )
     row = out.filter(alpha=0.5, k=8)
     oracle = stats.t.interval(0.95, EPISODES - 1, per_seed.mean(), stats.sem(per_seed))
     assert row["mean"][0] == pytest.approx(per_seed.mean()) == pytest.approx(4.0, abs=2.0)
@@ -121,8 +126,9 @@ def test_detector_value_pairs_fitted_and_permuted_one_to_one_on_alpha_k_and_seed
 
 
 def test_paired_differences_remove_the_shared_episode_effect(rows):
-    twin = pairs(("defended_vs_baseline", "dqn-robust-a050", "fitted", "dqn-baseline-a050",
-                  "fitted"))  # fmt: skip
+    twin = pairs(
+        ("defended_vs_baseline", "dqn-robust-a050", "fitted", "dqn-baseline-a050", "fitted")
+    )
     out = paired_differences(rows, twin, ["profit"])
     assert (out["ci_high"] - out["ci_low"]).max() < 10  # the episode effect has sd 10
 

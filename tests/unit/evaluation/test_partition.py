@@ -24,8 +24,9 @@ LABELS = ["store", "policy", "tier", "mode", "train_alpha", "config_hash", "trai
 
 
 def conformance(spec, evaluation):
-    return protocol_conformance(evaluation.nominal, evaluation.stress, PROTOCOL, GRID,
-                                spec.nominal_k)  # fmt: skip
+    return protocol_conformance(
+        evaluation.nominal, evaluation.stress, PROTOCOL, GRID, spec.nominal_k
+    )
 
 
 def test_rows_lead_with_the_partition_labels_and_follow_the_row_contract(partitions):
@@ -42,8 +43,10 @@ def test_stress_rows_hold_every_band_alpha_on_selection_and_held_out_seeds_per_g
 ):
     stress = partitions["static-a000"].stress.filter(train_seed=0, alpha0=0.5)
     assert "worst_alpha" not in stress.columns and set(stress["k"]) == {spec.nominal_k}
-    for split, seeds in ((SELECTION_SPLIT, PROTOCOL.selection_seeds),
-                         (TEST_SPLIT, PROTOCOL.test_seeds)):  # fmt: skip
+    for split, seeds in (
+        (SELECTION_SPLIT, PROTOCOL.selection_seeds),
+        (TEST_SPLIT, PROTOCOL.test_seeds),
+    ):
         for detector in ("fitted", "permuted"):
             for alpha in (0.25, 0.5, 0.75):
                 cell = stress.filter(split=split, detector=detector, alpha=alpha)
@@ -81,8 +84,9 @@ def test_evaluated_partitions_conform_to_the_protocol(spec, partitions):
 )
 def test_protocol_conformance_names_the_broken_condition(spec, partitions, broken, field):
     evaluation = partitions["static-a000"]
-    result = protocol_conformance(*broken(evaluation.nominal, evaluation.stress), PROTOCOL,
-                                  GRID, spec.nominal_k)  # fmt: skip
+    result = protocol_conformance(
+        *broken(evaluation.nominal, evaluation.stress), PROTOCOL, GRID, spec.nominal_k
+    )
     failed = {k for k, v in dataclasses.asdict(result).items() if not v}
     assert not result.holds and failed == {field}
 
@@ -116,8 +120,9 @@ class CountedStatic(StaticPolicy):
 
 def test_training_seeds_with_one_heuristic_policy_are_evaluated_once_and_share_its_rows(spec):
     same = {seed: CountedStatic(spec.action_index(2, 1, 0)) for seed in (0, 1, 2)}
-    other = {seed: CountedStatic(spec.action_index(level, 1, 0))
-             for seed, level in ((0, 2), (1, 3))}  # fmt: skip
+    other = {
+        seed: CountedStatic(spec.action_index(level, 1, 0)) for seed, level in ((0, 2), (1, 3))
+    }
     shared = evaluate_policies(same, spec, PROTOCOL, GRID, partition_labels("static-a000"))
     apart = evaluate_policies(other, spec, PROTOCOL, GRID, partition_labels("static-a000"))
     assert same[0].episodes > 0 and same[1].episodes == same[2].episodes == 0

@@ -101,8 +101,9 @@ def test_a_policy_without_detector_gets_the_same_rows_from_both_detectors(spec):
     law)."""
     rows = evaluate_policy(action(spec, 2, 1, 0), spec, ALPHAS, 2, seed=3, ks=KS)
     observed = ("mean_alpha_hat", "mean_shopper_alpha_hat")
-    fitted, permuted = (rows.filter(detector=d).drop("detector", *observed)
-                        for d in ("fitted", "permuted"))  # fmt: skip
+    fitted, permuted = (
+        rows.filter(detector=d).drop("detector", *observed) for d in ("fitted", "permuted")
+    )
     assert fitted.equals(permuted)
 
 
@@ -180,7 +181,8 @@ def test_action_traces_record_every_episodes_chosen_action_and_the_observed_shar
     episode = traces.filter(alpha=1.0, k=8, seed=10).sort("step")
     steps = runner.run(1.0, 8, "fitted", [10])[0]
     assert episode["shopper_alpha_hat"].to_numpy() == pytest.approx(
-        steps[:, STEP_FIELDS.index("shopper_alpha_hat")])  # fmt: skip
+        steps[:, STEP_FIELDS.index("shopper_alpha_hat")]
+    )
 
 
 class OneAtATime:
@@ -227,8 +229,10 @@ def test_a_batch_policy_steps_a_cells_episodes_together_with_the_rows_of_one_at_
     seeds = list(range(50, 56))
     with torch_threads(1):
         runners = (EpisodeRunner(batched, spec), EpisodeRunner(alone, spec))
-        rows = [[runner.run(a, k, d, seeds) for a in ALPHAS for k in KS for d in DETECTOR_MODES]
-                for runner in runners]  # fmt: skip
+        rows = [
+            [runner.run(a, k, d, seeds) for a in ALPHAS for k in KS for d in DETECTOR_MODES]
+            for runner in runners
+        ]
     cells = len(ALPHAS) * len(KS) * len(DETECTOR_MODES)
     assert batched.batches == cells * spec.episode_steps  # one network call per step for six
     actions = np.concatenate([cell[..., STEP_FIELDS.index("action")].ravel() for cell in rows[0]])

@@ -45,8 +45,13 @@ def test_regret_is_against_the_oracles_own_action(tables, oracle, spec):
     the oracle's profit − the policy's, never against another reference."""
     row = tables.regret.row(0, named=True)
     cell = oracle.filter(alpha=row["alpha"], k=row["k"]).row(0, named=True)
-    expected = action_totals(spec, [(cell["level"], cell["markup"], cell["delta"])],
-                             [row["alpha"]], row["k"], PROTOCOL.selection_seeds)  # fmt: skip
+    expected = action_totals(
+        spec,
+        [(cell["level"], cell["markup"], cell["delta"])],
+        [row["alpha"]],
+        row["k"],
+        PROTOCOL.selection_seeds,
+    )
     assert row["oracle_profit"] == pytest.approx(expected[0, :, 0, Column.PROFIT].mean())
 
 

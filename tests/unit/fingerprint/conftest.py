@@ -41,9 +41,15 @@ def separable_sessions() -> pl.DataFrame:
     40 human experiments of 1-2 sessions, 20 agent experiments of 3-6 sessions."""
     rng = np.random.default_rng(2024)
     return synthetic_sessions(
-        random_chain(rng), random_chain(rng), 40, 20, rng, max_events=60,
-        human_sessions=(1, 2), agent_sessions=(3, 6),
-    )  # fmt: skip
+        random_chain(rng),
+        random_chain(rng),
+        40,
+        20,
+        rng,
+        max_events=60,
+        human_sessions=(1, 2),
+        agent_sessions=(3, 6),
+    )
 
 
 @pytest.fixture
@@ -53,6 +59,13 @@ def same_chain_sessions() -> pl.DataFrame:
     rng = np.random.default_rng(7)
     chain = random_chain(rng, end_prob=0.1)
     return synthetic_sessions(
-        chain, chain, 60, 30, rng, max_events=60,
-        human_sessions=(1, 2), agent_sessions=(3, 6), subject_concentration=10.0,
-    )  # fmt: skip
+        chain,
+        chain,
+        60,
+        30,
+        rng,
+        max_events=60,
+        human_sessions=(1, 2),
+        agent_sessions=(3, 6),
+        subject_concentration=10.0,
+    )

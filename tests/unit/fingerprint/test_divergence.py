@@ -195,8 +195,9 @@ def test_prefix_scores_have_one_row_per_long_enough_session_and_length(
     assert row["f"] == pytest.approx(expit(llr / 4), abs=1e-15)
 
 
-@pytest.mark.parametrize(("calibration", "column"), [("temperature", "f_temperature"),
-                                                      ("logistic", "f_calibrated")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("calibration", "column"), [("temperature", "f_temperature"), ("logistic", "f_calibrated")]
+)
 def test_score_sessions_f_is_the_probability_the_calibration_setting_selects(
     separable_sessions: pl.DataFrame, calibration: str, column: str
 ) -> None:
@@ -225,9 +226,12 @@ def test_score_sessions_scores_new_sessions_with_the_stored_logistic_fit(
     agent = fit_class_kernels(separable_sessions, "agent", kappa=0.5, k=5)
     labeled = score_sessions(separable_sessions, human, agent, 1.0, calibration="logistic")
     stored = fit_score_calibration(
-        labeled["gap"].to_numpy(), (labeled["actor"] == "agent").to_numpy(),
-        np.ones(labeled.height, dtype=bool), "logistic", 1.0,
-    )  # fmt: skip
+        labeled["gap"].to_numpy(),
+        (labeled["actor"] == "agent").to_numpy(),
+        np.ones(labeled.height, dtype=bool),
+        "logistic",
+        1.0,
+    )
     stored = ScoreCalibration.from_dict(stored.to_dict())  # the calibration.json round trip
     new = separable_sessions.head(12).with_columns(
         pl.lit("unknown").alias("actor"), pl.lit(-1, dtype=pl.Int64).alias("fold")
@@ -236,6 +240,7 @@ def test_score_sessions_scores_new_sessions_with_the_stored_logistic_fit(
     assert stored.coef is not None and stored.coef[1] > 0
     np.testing.assert_allclose(scores["f"], stored.apply(scores["gap"].to_numpy()), atol=1e-15)
     # Mixed in with labeled sessions, unlabeled ones get the same fit without a stored one.
-    mixed = score_sessions(pl.concat([separable_sessions, new]), human, agent, 1.0,
-                           calibration="logistic").tail(12)  # fmt: skip
+    mixed = score_sessions(
+        pl.concat([separable_sessions, new]), human, agent, 1.0, calibration="logistic"
+    ).tail(12)
     np.testing.assert_allclose(mixed["f"], scores["f"], atol=1e-12)

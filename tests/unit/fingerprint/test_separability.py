@@ -26,9 +26,18 @@ from phantom_assets.fingerprint import (
 
 PARAMS = SeparabilityParams(n_bootstrap=200, n_permutations=200)
 CONTRACT_KEYS = (  # docs/architecture.md#column-contracts report.json
-    "n_human", "n_agent", "u_statistic", "mann_whitney_p", "p_value", "p_method", "p_floor",
-    "auc", "auc_ci_low", "auc_ci_high", "auc_ci_method",
-)  # fmt: skip
+    "n_human",
+    "n_agent",
+    "u_statistic",
+    "mann_whitney_p",
+    "p_value",
+    "p_method",
+    "p_floor",
+    "auc",
+    "auc_ci_low",
+    "auc_ci_high",
+    "auc_ci_method",
+)
 
 
 def _report(sessions: pl.DataFrame, seed: int = 0, params: SeparabilityParams = PARAMS):
@@ -84,8 +93,15 @@ def test_separability_report_to_dict_is_strict_json_with_the_contract_keys_only_
 ) -> None:
     payload = _report(separable_sessions).to_dict()
     assert set(CONTRACT_KEYS) <= set(payload)
-    removed = {"auc_corrected", "auc_ci_raw_low", "auc_ci_raw_high", "auc_null_mean",
-               "permutation_p", "permutation_method", "permutation_p_fixed_gaps"}  # fmt: skip
+    removed = {
+        "auc_corrected",
+        "auc_ci_raw_low",
+        "auc_ci_raw_high",
+        "auc_null_mean",
+        "permutation_p",
+        "permutation_method",
+        "permutation_p_fixed_gaps",
+    }
     assert not removed & set(payload)  # regression: the old union CI and its helpers are gone
     n_labeled = separable_sessions.height
     assert payload["n_human"] + payload["n_agent"] == n_labeled

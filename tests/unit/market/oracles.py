@@ -27,9 +27,13 @@ def valuations(spec, draws, n):
     v_agent = {
         "human_marginal": v_human,
         "human_unengaged": anchor * (spec.mu_human + spec.sigma_human * z),
-        "agent_fit": anchor * (spec.mu_agent + spec.sigma_agent * z + spec.beta_agent
-                               * g_value(agent.engagement[draws.agent_chain[n, 0]])),
-    }[spec.agent_valuation]  # fmt: skip
+        "agent_fit": anchor
+        * (
+            spec.mu_agent
+            + spec.sigma_agent * z
+            + spec.beta_agent * g_value(agent.engagement[draws.agent_chain[n, 0]])
+        ),
+    }[spec.agent_valuation]
     return v_human, v_agent, draws.u_market[n] < spec.in_market
 
 

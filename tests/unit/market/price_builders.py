@@ -17,10 +17,18 @@ from phantom_assets.simulate.params import SimulationParams
 
 T0 = datetime(2025, 6, 2, tzinfo=UTC)
 EVENT_SCHEMA = {
-    "session_id": pl.String, "experiment_id": pl.String, "store": pl.String, "actor": pl.String,
-    "ts": pl.Datetime("ms", "UTC"), "event": pl.String, "product_id": pl.String,
-    "price": pl.Float64, "record_type": pl.String, "source_row": pl.Int64, "batch_id": pl.String,
-}  # fmt: skip
+    "session_id": pl.String,
+    "experiment_id": pl.String,
+    "store": pl.String,
+    "actor": pl.String,
+    "ts": pl.Datetime("ms", "UTC"),
+    "event": pl.String,
+    "product_id": pl.String,
+    "price": pl.Float64,
+    "record_type": pl.String,
+    "source_row": pl.Int64,
+    "batch_id": pl.String,
+}
 
 
 def events_frame(
@@ -35,8 +43,9 @@ def events_frame(
         source_row = rest[0] if rest else i
         batch_id = rest[1] if len(rest) > 1 else batch
         record = PRICE_LOG if event == PRICE_QUOTE_EVENT else INTERACTION
-        out.append((session, xp, store, actor, ms, event, product, price, record, source_row,
-                    batch_id))  # fmt: skip
+        out.append(
+            (session, xp, store, actor, ms, event, product, price, record, source_row, batch_id)
+        )
     schema = {**EVENT_SCHEMA, "ts": pl.Int64}
     frame = pl.DataFrame(out, schema=schema, orient="row")
     ts = (pl.col("ts") + int(T0.timestamp() * 1000)).cast(pl.Datetime("ms"))
@@ -50,8 +59,9 @@ def demo_events(
     """Both stores of the demo simulator as canonical events (source_row = seq, one batch);
     `arms`: another price test than the demo's ((1.0,): none)."""
     demand = DEMO_DEMAND if arms is None else dataclasses.replace(DEMO_DEMAND, arms=arms)
-    corpus = simulate_events(SimulationParams(seed=seed, humans_per_store=humans,
-                                              agents_per_store=agents, demand=demand))  # fmt: skip
+    corpus = simulate_events(
+        SimulationParams(seed=seed, humans_per_store=humans, agents_per_store=agents, demand=demand)
+    )
     return corpus.events.with_columns(source_row=pl.col("seq"), batch_id=pl.lit("demo"))
 
 

@@ -75,8 +75,12 @@ def test_a_chain_never_quoted_in_session_scores_like_the_whole_chain(spec):
     tables = bank_tables(spec.kernel_human, spec.kernel_human, spec.kernel_agent, spec.states)
     bank = build_chain_bank(tables, 2_000, np.random.default_rng(3), 20)
     codes, lengths = sample_chains(spec.kernel_human, 2_000, np.random.default_rng(3), 20)
-    never = [i for i in range(2_000) if not {"view_item_page", "add_item_to_cart"} & {
-        KERNEL_STATES[c] for c in codes[i, : lengths[i]]}]  # fmt: skip
+    never = [
+        i
+        for i in range(2_000)
+        if not {"view_item_page", "add_item_to_cart"}
+        & {KERNEL_STATES[c] for c in codes[i, : lengths[i]]}
+    ]
     assert never
     whole = detector_scores(codes[never], lengths[never], spec.kernel_human, spec.kernel_agent)
     assert bank.score[never] == pytest.approx(whole, abs=1e-9)

@@ -21,28 +21,57 @@ from phantom_assets.market import (
 from phantom_assets.market.compile import BANK_STREAM
 from phantom_assets.market.prices import ANCHOR_SCHEMA, PriceModel
 
-SMALL = MarketConfig(bank="kernel", shoppers_per_step=30, base_levels=(0.9, 1.1),
-                     markup_multiples=(0.0, 1.0, 2.0), detector_strengths=(0.0, 1.0),
-                     declared_quote_noise=0.1, declared_products=4, lam=0.5, episode_steps=7,
-                     chain_bank_size=300)  # fmt: skip
-AGENTS = AgentsConfig(nominal_k=3, robust_k_set=(1, 5), robust_alpha_candidates=2,
-                      ambiguity_radius_w1=2.5)  # fmt: skip
+SMALL = MarketConfig(
+    bank="kernel",
+    shoppers_per_step=30,
+    base_levels=(0.9, 1.1),
+    markup_multiples=(0.0, 1.0, 2.0),
+    detector_strengths=(0.0, 1.0),
+    declared_quote_noise=0.1,
+    declared_products=4,
+    lam=0.5,
+    episode_steps=7,
+    chain_bank_size=300,
+)
+AGENTS = AgentsConfig(
+    nominal_k=3, robust_k_set=(1, 5), robust_alpha_candidates=2, ambiguity_radius_w1=2.5
+)
 
 
 def price_model(markup: float = 0.2, s0: float | None = 4.0, s0_source: str = "fitted"):
     """A store priced from its logs: three products, quoted 10, 30 and 60 times."""
-    anchors = pl.DataFrame({
-        "product_id": ["R03", "R01", "R02"], "anchor": [300.0, 100.0, 1200.0],
-        "ci_low": [290.0, 95.0, 1150.0], "ci_high": [310.0, 105.0, 1250.0],
-        "n_quotes": [10, 30, 60], "n_sessions": [9, 25, 40], "n_experiments": [8, 20, 30],
-        "pooled": [True, False, False],
-    }, schema=ANCHOR_SCHEMA)  # fmt: skip
+    anchors = pl.DataFrame(
+        {
+            "product_id": ["R03", "R01", "R02"],
+            "anchor": [300.0, 100.0, 1200.0],
+            "ci_low": [290.0, 95.0, 1150.0],
+            "ci_high": [310.0, 105.0, 1250.0],
+            "n_quotes": [10, 30, 60],
+            "n_sessions": [9, 25, 40],
+            "n_experiments": [8, 20, 30],
+            "pooled": [True, False, False],
+        },
+        schema=ANCHOR_SCHEMA,
+    )
     return PriceModel(
-        store="hotel", source="logs", reason="", anchors=anchors, signal="product_views",
-        cv_rmse={"product_views": 0.01}, markup=markup, markup_ci=(0.15, 0.25),
-        markup_source="fitted", s0=s0, s0_ci=(3.0, 5.0), s0_source=s0_source, noise_sd=0.01,
-        noise_sd_ci=(0.009, 0.011), n_quotes=100, n_sessions=74, n_experiments=58,
-    )  # fmt: skip
+        store="hotel",
+        source="logs",
+        reason="",
+        anchors=anchors,
+        signal="product_views",
+        cv_rmse={"product_views": 0.01},
+        markup=markup,
+        markup_ci=(0.15, 0.25),
+        markup_source="fitted",
+        s0=s0,
+        s0_ci=(3.0, 5.0),
+        s0_source=s0_source,
+        noise_sd=0.01,
+        noise_sd_ci=(0.009, 0.011),
+        n_quotes=100,
+        n_sessions=74,
+        n_experiments=58,
+    )
 
 
 @pytest.fixture
@@ -58,9 +87,18 @@ def test_compile_market_spec_takes_the_store_kernels_as_given(kernels):
 
 @pytest.mark.parametrize(
     "field",
-    ["shoppers_per_step", "base_levels", "detector_strengths", "nominal_k", "robust_k_set",
-     "robust_alpha_candidates", "ambiguity_radius_w1", "lam", "episode_steps"],
-)  # fmt: skip
+    [
+        "shoppers_per_step",
+        "base_levels",
+        "detector_strengths",
+        "nominal_k",
+        "robust_k_set",
+        "robust_alpha_candidates",
+        "ambiguity_radius_w1",
+        "lam",
+        "episode_steps",
+    ],
+)
 def test_compile_market_spec_follows_the_market_and_agent_settings(kernels, field):
     spec = compile_market_spec(*kernels, SMALL, anchor_seed=0, agents=AGENTS)
     source = SMALL if hasattr(SMALL, field) else AGENTS

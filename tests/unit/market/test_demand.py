@@ -98,12 +98,21 @@ def _quotes(g_s: tuple, rng: np.random.Generator) -> tuple[pl.DataFrame, pl.Data
     frames = []
     for actor, n in (("human", 2_000), ("agent", 400)):
         _, s, r, bought, xp = decisions(n, rng)
-        frames.append(pl.DataFrame({
-            "actor": actor, "session_id": [f"{actor}{i}" for i in range(n)],
-            "experiment_id": [f"{actor}-{x}" for x in xp], "product_id": "P1",
-            "price": 100.0 * r, "s_product_views": s, "bought": bought, "decision": True,
-            "reason": pl.Series([None] * n, dtype=pl.String),
-        }))  # fmt: skip
+        frames.append(
+            pl.DataFrame(
+                {
+                    "actor": actor,
+                    "session_id": [f"{actor}{i}" for i in range(n)],
+                    "experiment_id": [f"{actor}-{x}" for x in xp],
+                    "product_id": "P1",
+                    "price": 100.0 * r,
+                    "s_product_views": s,
+                    "bought": bought,
+                    "decision": True,
+                    "reason": pl.Series([None] * n, dtype=pl.String),
+                }
+            )
+        )
     return pl.concat(frames), pl.DataFrame({"product_id": ["P1"], "anchor": [100.0]})
 
 
@@ -130,9 +139,14 @@ def test_store_demand_files_keep_the_contract_and_read_back(tmp_path):
 
 def test_a_store_without_price_logs_declares_its_demand(tmp_path):
     quotes, _ = _quotes((), np.random.default_rng(8))
-    demand = fit_store_demand("hotel", quotes, pl.DataFrame(schema={"product_id": pl.String,
-                                                                    "anchor": pl.Float64}),
-                              "product_views", 3.0, FAST)  # fmt: skip
+    demand = fit_store_demand(
+        "hotel",
+        quotes,
+        pl.DataFrame(schema={"product_id": pl.String, "anchor": pl.Float64}),
+        "product_views",
+        3.0,
+        FAST,
+    )
     assert demand.source == "declared" and "no usable price logs" in demand.reason
     write_store_demand(demand, tmp_path)
     assert read_store_demand(tmp_path).source == "declared"
@@ -175,8 +189,11 @@ def test_the_demo_stores_demand_comes_from_its_logs_and_holds_the_worlds_truth(s
     from phantom_assets.simulate import params_from, simulate_events
 
     events = simulate_events(params_from(SimulationConfig())).events
-    quotes = quote_features(events.filter(pl.col("store") == store).with_columns(
-        source_row=pl.col("seq"), batch_id=pl.lit("demo")))  # fmt: skip
+    quotes = quote_features(
+        events.filter(pl.col("store") == store).with_columns(
+            source_row=pl.col("seq"), batch_id=pl.lit("demo")
+        )
+    )
     prices = fit_price_model(quotes)
     demand = fit_store_demand(store, quotes, prices.anchors, prices.signal, prices.s0)
     truth = true_parameters()

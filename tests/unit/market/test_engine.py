@@ -34,8 +34,9 @@ def draws_for(spec, seed: int, k_max: int = 16):
 
 def step(engine, spec, action, draws, alphas, ks, decoys=None, reference=None):
     values = spec.action_values(action)
-    return simulate_step(engine, values, draws, np.asarray(alphas, dtype=float),
-                         np.asarray(ks), decoys, reference)  # fmt: skip
+    return simulate_step(
+        engine, values, draws, np.asarray(alphas, dtype=float), np.asarray(ks), decoys, reference
+    )
 
 
 def decoys_for(spec, draws, share, seed=9):
@@ -60,8 +61,9 @@ def test_a_candidate_among_many_equals_the_same_candidate_alone(engine, spec):
 
 
 @pytest.mark.parametrize("detector", DETECTOR_MODES)
-@pytest.mark.parametrize(("level", "markup", "strength"), [(3, 2, 1), (1, 1, 2), (2, 0, 2),
-                                                           (4, 2, 0)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("level", "markup", "strength"), [(3, 2, 1), (1, 1, 2), (2, 0, 2), (4, 2, 0)]
+)
 def test_totals_match_a_per_shopper_oracle(engine, spec, level, markup, strength, detector):
     """Brute force: quote each session, pick each agent's best of K, buy iff v ≥ price; every
     column, at δ > 0 (harm and flags) and δ = 0, with the fitted and the permuted detector."""
@@ -90,8 +92,7 @@ def test_more_agents_and_larger_k_only_move_shoppers_one_way(engine, spec):
     """Monotone under CRN: a higher α only turns humans into agents; a larger K only lowers an
     agent's best quote."""
     draws = draws_for(spec, 2)
-    result = step(engine, spec, spec.undefended_action, draws, [0.2, 0.6, 0.6, 0.6],
-                  [4, 4, 8, 16])  # fmt: skip
+    result = step(engine, spec, spec.undefended_action, draws, [0.2, 0.6, 0.6, 0.6], [4, 4, 8, 16])
     agents = result[:, COLUMN["agents"]]
     assert agents[0] < agents[1] == agents[2] == agents[3]
     sums = result[1:]
@@ -126,8 +127,10 @@ def test_decoy_scores_have_the_mix_law_within_each_engagement_stratum(make_spec)
     assert human_f.shape == (20_000,) and agent_f.shape == (20_000, 8)
     for level in levels:
         at = agent.engagement[chains] == level
-        expected = (share * agent.score[agent.engagement == level].mean()
-                    + (1 - share) * human.score[human.engagement == level].mean())  # fmt: skip
+        expected = (
+            share * agent.score[agent.engagement == level].mean()
+            + (1 - share) * human.score[human.engagement == level].mean()
+        )
         assert agent_f[at].mean() == pytest.approx(expected, abs=0.02), level
 
 
@@ -152,8 +155,9 @@ def test_a_class_blind_rule_of_engagement_is_unchanged_by_the_ablation(make_spec
     np.testing.assert_array_equal(decoys[1], own[1])
 
 
-@pytest.mark.parametrize(("alpha", "k", "share"), [(0.0, 8, 0.0), (1.0, 3, 1.0), (0.5, 1, 0.5),
-                                                   (0.5, 8, 8 / 9)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("alpha", "k", "share"), [(0.0, 8, 0.0), (1.0, 3, 1.0), (0.5, 1, 0.5), (0.5, 8, 8 / 9)]
+)
 def test_agent_session_share(alpha, k, share):
     assert agent_session_share(alpha, k) == pytest.approx(share)
 

@@ -34,11 +34,11 @@ def totals(infos: list[dict], key: str) -> float:
     return float(sum(i[key] for i in infos))
 
 
-@pytest.mark.parametrize(("robust", "detector"), [(False, "fitted"), (True, "fitted"),
-                                                  (False, "permuted")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("robust", "detector"), [(False, "fitted"), (True, "fitted"), (False, "permuted")]
+)
 def test_env_passes_the_gymnasium_checker(spec, robust, detector):
-    check_env(PricingMarketEnv(spec, 0.4, robust=robust, detector=detector),
-              skip_render_check=True)  # fmt: skip
+    check_env(PricingMarketEnv(spec, 0.4, robust=robust, detector=detector), skip_render_check=True)
 
 
 @pytest.mark.parametrize("robust", [False, True])
@@ -62,10 +62,12 @@ def test_observation_layout_shares_prices_and_the_extras(spec):
     assert extra["score_mean"] == pytest.approx(info["score_sum"] / info["sessions"], abs=1e-6)
     human_sessions = info["sessions"] * (1 - extra["alpha_hat"])  # α̂ in (0, 1) at α = 0.3
     assert extra["shopper_alpha_hat"] == pytest.approx(
-        1 - human_sessions / spec.shoppers_per_step, abs=1e-5)  # fmt: skip
+        1 - human_sessions / spec.shoppers_per_step, abs=1e-5
+    )
     purchases = info["human_purchases"] + info["agent_purchases"]
     assert extra["low_engagement_share"] == pytest.approx(
-        info["low_engagement_purchases"] / purchases, abs=1e-6)  # fmt: skip
+        info["low_engagement_purchases"] / purchases, abs=1e-6
+    )
     assert extra["markup"] == pytest.approx(spec.markups[2] / max(spec.markups))
     assert extra["detector"] == pytest.approx(spec.detector_strengths[1] / 1.0)
 
@@ -86,8 +88,9 @@ def test_the_shopper_alpha_hat_tells_alpha_apart_where_k_confounds_the_session_s
     n, hats = spec.n_products, [OBS_EXTRA.index(n) for n in ("alpha_hat", "shopper_alpha_hat")]
     means = {}
     for alpha, k in ((0.2, 8), (0.5, 2)):
-        obs = np.array(rollout(PricingMarketEnv(spec, alpha, k), 0, 200,
-                               spec.undefended_action)[0][1:])  # fmt: skip
+        obs = np.array(
+            rollout(PricingMarketEnv(spec, alpha, k), 0, 200, spec.undefended_action)[0][1:]
+        )
         means[alpha] = obs[:, [2 * n + i for i in hats]].mean(axis=0)
         assert means[alpha][1] == pytest.approx(alpha, abs=0.03)
     assert abs(means[0.2][0] - means[0.5][0]) < 0.05
@@ -152,8 +155,10 @@ def test_robust_step_executes_the_minimum_reward_candidate_over_alpha_and_k(spec
         assert set(info["candidate_ks"]) == set(spec.robust_k_set)
         assert reward == rewards.min()
         chosen = int(np.argmin(rewards))
-        assert (info["alpha"], info["k"]) == (info["candidate_alphas"][chosen],
-                                              info["candidate_ks"][chosen])  # fmt: skip
+        assert (info["alpha"], info["k"]) == (
+            info["candidate_alphas"][chosen],
+            info["candidate_ks"][chosen],
+        )
 
 
 @pytest.mark.parametrize("action", [0, 9, 18])  # δ = 0 at every level
@@ -193,7 +198,8 @@ def test_human_harm_is_zero_without_the_detector_and_positive_with_it(make_spec)
     assert totals(on, "human_quoted_up") == totals(on, "human_flagged")
     assert totals(on, "human_surplus") < totals(on, "human_surplus_reference")
     assert totals(on, "human_spend_reference") == pytest.approx(
-        totals(off, "human_spend_reference"))  # fmt: skip
+        totals(off, "human_spend_reference")
+    )
 
 
 def test_human_harm_is_measured_against_the_reference_response(spec):

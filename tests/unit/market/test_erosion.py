@@ -41,8 +41,9 @@ def table() -> pl.DataFrame:
 
 
 def metric(table: pl.DataFrame, name: str, alpha: float, detector: float = 0.0) -> pl.DataFrame:
-    rows = table.filter((pl.col("metric") == name) & (pl.col("alpha") == alpha)
-                        & (pl.col("detector") == detector))  # fmt: skip
+    rows = table.filter(
+        (pl.col("metric") == name) & (pl.col("alpha") == alpha) & (pl.col("detector") == detector)
+    )
     return rows.sort("k")
 
 
@@ -73,8 +74,9 @@ def test_class_coi_equals_a_per_shopper_oracle_at_every_k(spec, alpha):
     action = spec.action_index(*spec.action_parts(spec.undefended_action)[:2], 2)
     column = {name: i for i, name in enumerate(EROSION_METRICS)}
     for c, k in enumerate(ks):
-        totals = dict(zip(STEP_COLUMNS, brute_force_totals(spec, action, draws, alpha, k),
-                          strict=False))  # fmt: skip
+        totals = dict(
+            zip(STEP_COLUMNS, brute_force_totals(spec, action, draws, alpha, k), strict=False)
+        )
         for name, cls in (("coi_h", "human"), ("coi_a", "agent")):
             bought = totals[f"{cls}_purchases"]
             expected = totals[f"{cls}_premium"] / bought if bought else np.nan
@@ -85,8 +87,9 @@ def test_class_coi_equals_a_per_shopper_oracle_at_every_k(spec, alpha):
 def test_coi_a_matches_the_order_statistic_closed_form_at_zero_markup(make_spec, noise):
     # m = 0 and valuations far above every quote: every agent buys at its best of K quotes.
     spec = make_spec(markups=(0.0,), quote_noise=noise, mu_human=1_000.0, in_market=1.0)
-    rows = metric(coi_erosion(spec, [1.0], EROSION_KS, SEEDS, steps=STEPS, detectors=(0.0,)),
-                  "coi_a", 1.0)  # fmt: skip
+    rows = metric(
+        coi_erosion(spec, [1.0], EROSION_KS, SEEDS, steps=STEPS, detectors=(0.0,)), "coi_a", 1.0
+    )
     expected = closed_form_coi_a(spec, EROSION_KS)["coi_a"].to_numpy()
     se = (rows["ci_high"] - rows["ci_low"]).to_numpy() / (2 * stats.t.ppf(0.975, len(SEEDS) - 1))
     z = (rows["mean"].to_numpy() - expected) / se

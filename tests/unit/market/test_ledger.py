@@ -46,9 +46,14 @@ def flat_world() -> MarketSpec:
 def strong_world() -> MarketSpec:
     """A steep engagement slope, and agents that reach the product without engaging at all."""
     spec = base()
-    return dataclasses.replace(spec, beta_human=1.2, quote_noise=0.02, engagement_scale=10.0,
-                               valuation_scale=10.0,
-                               agent_engagement=np.zeros(spec.agent_engagement.size))  # fmt: skip
+    return dataclasses.replace(
+        spec,
+        beta_human=1.2,
+        quote_noise=0.02,
+        engagement_scale=10.0,
+        valuation_scale=10.0,
+        agent_engagement=np.zeros(spec.agent_engagement.size),
+    )
 
 
 @functools.cache
@@ -97,7 +102,8 @@ def test_the_ledger_keeps_its_contract_and_reads_in_sentences():
     money = table.filter(pl.col("quantity").is_in(["agents_take", "perfect_detector"]))
     scale = row(table, 0.0, "personalization_value")
     assert money["share_of_profit"].to_list() == pytest.approx(
-        (money["value"] / (scale["value"] / scale["share_of_profit"])).to_list())  # fmt: skip
+        (money["value"] / (scale["value"] / scale["share_of_profit"])).to_list()
+    )
     sentences = ledger_sentences(table.to_dicts(), K)
     assert sentences[0].startswith("engagement pricing is worth") and "α = 0.5" in sentences[1]
     assert ledger_markdown(table, K).count("\n") == table.height + 2

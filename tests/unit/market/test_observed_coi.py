@@ -31,12 +31,18 @@ def quote_rows(rows: list[tuple], event: str = "view_item_page") -> pl.DataFrame
 
 
 def test_premium_is_the_quote_weighted_mean_of_price_over_anchor():
-    quotes = quote_rows([
-        ("human", "h1", "s1", "A", 110.0), ("human", "h1", "s1", "B", 220.0),
-        ("human", "h1", "s1", "A", 120.0), ("human", "h2", "s2", "A", 100.0),
-        ("agent", "a1", "s3", "B", 200.0), ("agent", "a1", "s4", "A", 104.0),
-        ("agent", "a2", "s5", "A", 100.0), ("agent", "a2", "s5", "C", 999.0),  # C: no anchor
-    ])  # fmt: skip
+    quotes = quote_rows(
+        [
+            ("human", "h1", "s1", "A", 110.0),
+            ("human", "h1", "s1", "B", 220.0),
+            ("human", "h1", "s1", "A", 120.0),
+            ("human", "h2", "s2", "A", 100.0),
+            ("agent", "a1", "s3", "B", 200.0),
+            ("agent", "a1", "s4", "A", 104.0),
+            ("agent", "a2", "s5", "A", 100.0),
+            ("agent", "a2", "s5", "C", 999.0),  # C: no anchor
+        ]
+    )
     coi = observed_coi(quotes, ANCHORS)
     assert coi.schema == pl.Schema(COI_SCHEMA) and coi["class"].to_list() == ["human", "agent"]
     human, agent = coi.rows(named=True)
@@ -51,8 +57,11 @@ def test_premium_ci_is_the_cluster_jackknife_with_bell_mccaffrey_df():
     df = (tr M)² / ‖M‖²_F with M the dense G × G matrix D^(-1/2) (C + κC²) D^(-1/2),
     C = diag(n) − nnᵀ/N, D = diag(1 − n/N), κ = the ANOVA intra-class variance ratio."""
     rng = np.random.default_rng(0)
-    rows = [("human", f"h{g}", f"s{g}-{j}", "A", 100.0 * (1 + 0.05 * rng.random() + 0.02 * g % 3))
-            for g in range(12) for j in range(1 + g % 4)]  # fmt: skip
+    rows = [
+        ("human", f"h{g}", f"s{g}-{j}", "A", 100.0 * (1 + 0.05 * rng.random() + 0.02 * g % 3))
+        for g in range(12)
+        for j in range(1 + g % 4)
+    ]
     coi = observed_coi(quote_rows(rows), ANCHORS, level=0.9).row(0, named=True)
     x = np.array([r[4] / 100.0 - 1 for r in rows])
     g = np.array([int(r[1][1:]) for r in rows])
@@ -112,8 +121,12 @@ def test_difference_test_reduces_to_welch_with_one_quote_per_experiment():
 
 
 def test_difference_is_undefined_with_a_single_experiment_in_a_class():
-    rows = [("human", "h1", "s1", "A", 110.0), ("human", "h2", "s2", "A", 100.0),
-            ("agent", "a1", "s3", "A", 104.0), ("agent", "a1", "s4", "A", 101.0)]  # fmt: skip
+    rows = [
+        ("human", "h1", "s1", "A", 110.0),
+        ("human", "h2", "s2", "A", 100.0),
+        ("agent", "a1", "s3", "A", 104.0),
+        ("agent", "a1", "s4", "A", 101.0),
+    ]
     diff = coi_difference(quote_rows(rows), ANCHORS)
     assert np.isnan(diff.p_value) and diff.to_dict()["p_value"] is None
     assert np.isnan(observed_coi(quote_rows(rows), ANCHORS)["ci_low"][1])
@@ -134,8 +147,12 @@ def test_demo_humans_pay_a_larger_premium_than_agents(store):
 
 
 def test_plot_observed_coi_returns_a_figure_with_the_test_in_its_title():
-    rows = [("human", "h1", "s1", "A", 110.0), ("human", "h2", "s2", "A", 100.0),
-            ("agent", "a1", "s3", "A", 104.0), ("agent", "a2", "s4", "A", 101.0)]  # fmt: skip
+    rows = [
+        ("human", "h1", "s1", "A", 110.0),
+        ("human", "h2", "s2", "A", 100.0),
+        ("agent", "a1", "s3", "A", 104.0),
+        ("agent", "a2", "s4", "A", 101.0),
+    ]
     quotes = quote_rows(rows)
     fig = plot_observed_coi(observed_coi(quotes, ANCHORS), coi_difference(quotes, ANCHORS), "x")
     assert type(fig).__name__ == "Figure" and len(fig.axes) == 1

@@ -50,10 +50,15 @@ def test_the_oracle_is_at_least_the_best_grid_action_on_the_same_draws(spec):
     assert row["profit"] >= profits.mean(axis=0).max() - 1e-9
     assert row["undefended_profit"] == pytest.approx(profits[:, spec.undefended_action].mean())
     nearest = spec.action_values(row["action"])
-    assert all(abs(a - b) <= min(abs(v - b) for v in values) + 1e-12
-               for a, b, values in zip(nearest, (row["level"], row["markup"], row["delta"]),
-                                       (spec.base_levels, spec.markups,
-                                        spec.detector_strengths), strict=True))  # fmt: skip
+    assert all(
+        abs(a - b) <= min(abs(v - b) for v in values) + 1e-12
+        for a, b, values in zip(
+            nearest,
+            (row["level"], row["markup"], row["delta"]),
+            (spec.base_levels, spec.markups, spec.detector_strengths),
+            strict=True,
+        )
+    )
     assert row["n_seeds"] == len(SEEDS) and not row["on_edge"]
 
 

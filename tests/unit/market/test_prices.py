@@ -32,27 +32,32 @@ STORES = ("hotel", "airline")
 
 # --- quote features on hand-made sessions ---------------------------------------------------
 def one_session() -> pl.DataFrame:
-    return events_frame([
-        ("s1", "x1", 0, "session_start", None, None),
-        ("s1", "x1", 1_000, "page_view", None, None),
-        ("s1", "x1", 2_000, "view_item_page", "A", None),
-        ("s1", "x1", 2_005, Q, "A", 100.0),
-        ("s1", "x1", 3_000, "hover_over_title", "A", None),
-        ("s1", "x1", 4_000, "view_item_page", "B", None),
-        ("s1", "x1", 4_010, Q, "B", 206.0),
-        ("s1", "x1", 5_000, "add_item_to_cart", "B", None),
-        ("s1", "x1", 5_003, Q, "B", 206.0),
-        ("s1", "x1", 6_000, "purchase_complete", "B", None),
-        ("s1", "x1", 6_002, Q, "B", 206.0),
-    ])  # fmt: skip
+    return events_frame(
+        [
+            ("s1", "x1", 0, "session_start", None, None),
+            ("s1", "x1", 1_000, "page_view", None, None),
+            ("s1", "x1", 2_000, "view_item_page", "A", None),
+            ("s1", "x1", 2_005, Q, "A", 100.0),
+            ("s1", "x1", 3_000, "hover_over_title", "A", None),
+            ("s1", "x1", 4_000, "view_item_page", "B", None),
+            ("s1", "x1", 4_010, Q, "B", 206.0),
+            ("s1", "x1", 5_000, "add_item_to_cart", "B", None),
+            ("s1", "x1", 5_003, Q, "B", 206.0),
+            ("s1", "x1", 6_000, "purchase_complete", "B", None),
+            ("s1", "x1", 6_002, Q, "B", 206.0),
+        ]
+    )
 
 
 def test_quote_features_measure_engagement_before_the_showing_interaction():
     q = quote_features(one_session())
     assert q.columns == list(QUOTE_COLUMNS) and q["reason"].null_count() == q.height
     assert q["event"].to_list() == [
-        "view_item_page", "view_item_page", "add_item_to_cart", "purchase_complete"
-    ]  # fmt: skip
+        "view_item_page",
+        "view_item_page",
+        "add_item_to_cart",
+        "purchase_complete",
+    ]
     # before view A: start, page_view; before view B: + view A, hover; before the cart: + view B
     assert q["s_product_views"].to_list() == [0.0, 1.0, 2.0, 2.0]
     assert q["s_events"].to_list() == [2.0, 4.0, 5.0, 6.0]
@@ -96,9 +101,15 @@ def test_quote_features_exclude_bad_logs_with_a_counted_reason():
     q = quote_features(events_frame(rows))
     assert q.height == 15  # every price log comes back
     counts = exclusion_counts(q)
-    assert counts == {"missing_product": 1, "invalid_price": 3, "absurd_price": 1,
-                      "no_showing_interaction": 2, "duplicate_quote": 1, "view_quotes": 7,
-                      "repeat_quotes": 0}  # fmt: skip
+    assert counts == {
+        "missing_product": 1,
+        "invalid_price": 3,
+        "absurd_price": 1,
+        "no_showing_interaction": 2,
+        "duplicate_quote": 1,
+        "view_quotes": 7,
+        "repeat_quotes": 0,
+    }
     assert set(q["reason"].drop_nulls()) <= set(PRICE_EXCLUSION_REASONS)
     kept = view_quotes(q)
     assert kept.filter(pl.col("product_id") == "B")["ts"].dt.millisecond().to_list() == [6]
@@ -156,9 +167,12 @@ RULES = {
         "demand_proxy",
     ),
     # no markup at all, lognormal per-quote noise (σ = 0.02)
-    "flat": (lambda s: np.ones_like(s), lambda rng, n: np.exp(0.02 * rng.standard_normal(n)),
-             "none"),
-}  # fmt: skip
+    "flat": (
+        lambda s: np.ones_like(s),
+        lambda rng, n: np.exp(0.02 * rng.standard_normal(n)),
+        "none",
+    ),
+}
 
 
 @pytest.mark.parametrize("rule", RULES)
@@ -221,9 +235,14 @@ def test_fit_price_model_rejects_mixed_stores_and_missing_signals():
 
 @pytest.mark.parametrize(
     "bad",
-    [{"min_quotes_per_product": 0}, {"min_experiments": 1}, {"signals": ("clicks",)},
-     {"level": 1.0}, {"cv_folds": 1}],
-)  # fmt: skip
+    [
+        {"min_quotes_per_product": 0},
+        {"min_experiments": 1},
+        {"signals": ("clicks",)},
+        {"level": 1.0},
+        {"cv_folds": 1},
+    ],
+)
 def test_price_fit_params_reject_bad_values(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
         PriceFitParams(**bad)

@@ -40,8 +40,11 @@ def test_alpha_half_width_is_the_radius_over_w1(spec, make_spec):
 
 
 def test_alpha_half_width_is_one_when_both_classes_engage_alike(spec, make_spec):
-    same = make_spec(agent_engagement=spec.human_engagement, agent_score=spec.human_score,
-                     agent_weight=spec.human_weight)  # fmt: skip
+    same = make_spec(
+        agent_engagement=spec.human_engagement,
+        agent_score=spec.human_score,
+        agent_weight=spec.human_weight,
+    )
     assert alpha_half_width(same) == 1.0
     assert alpha_interval(same, 0.3) == (0.0, 1.0)
 
@@ -83,10 +86,16 @@ def test_market_spec_arrays_are_read_only(spec):
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("sigma_agent", 0.0), ("cost_share", 1.0), ("quote_noise", 1.0),
-     ("detector_strengths", (0.5,)), ("markups", (-0.1, 0.5)), ("nominal_k", 0),
-     ("robust_k_set", (0, 2))],
-)  # fmt: skip
+    [
+        ("sigma_agent", 0.0),
+        ("cost_share", 1.0),
+        ("quote_noise", 1.0),
+        ("detector_strengths", (0.5,)),
+        ("markups", (-0.1, 0.5)),
+        ("nominal_k", 0),
+        ("robust_k_set", (0, 2)),
+    ],
+)
 def test_market_spec_rejects_invalid_fields(field, value, make_spec):
     with pytest.raises(ValueError, match=field):
         make_spec(**{field: value})

@@ -35,8 +35,9 @@ def small_spec(**overrides) -> MarketSpec:
     return demo_spec(0, MarketConfig(chain_bank_size=500), **fields)
 
 
-def market_obs(shares: Sequence[float], prices: float | Sequence[float] = 0.25,
-               **extra: float) -> np.ndarray:  # fmt: skip
+def market_obs(
+    shares: Sequence[float], prices: float | Sequence[float] = 0.25, **extra: float
+) -> np.ndarray:
     """A v2 observation: shares, normalised base prices, then `OBS_EXTRA` (0 unless given)."""
     shares = np.asarray(shares, dtype=np.float32)
     prices = np.broadcast_to(np.asarray(prices, dtype=np.float32), shares.shape)

@@ -66,10 +66,12 @@ def test_fit_line_rejects_a_constant_regressor():
 
 @pytest.mark.parametrize(
     ("demand", "price", "level"),
-    [((100.0, -60.0), (0.0, 100.0), 3),  # (100ℓ − 50)(100 − 60ℓ) peaks at ℓ = 1.083 -> 1.1
-     ((100.0, -80.0), (0.0, 100.0), 1),  # (100ℓ − 50)(100 − 80ℓ) peaks at ℓ = 0.94 -> 0.9
-     ((50.0, 0.0), (0.0, 100.0), 4)],  # demand does not fall: the highest level
-)  # fmt: skip
+    [
+        ((100.0, -60.0), (0.0, 100.0), 3),  # (100ℓ − 50)(100 − 60ℓ) peaks at ℓ = 1.083 -> 1.1
+        ((100.0, -80.0), (0.0, 100.0), 1),  # (100ℓ − 50)(100 − 80ℓ) peaks at ℓ = 0.94 -> 0.9
+        ((50.0, 0.0), (0.0, 100.0), 4),
+    ],  # demand does not fall: the highest level
+)
 def test_profit_optimal_level_maximises_margin_times_fitted_demand(demand, price, level):
     levels = (0.8, 0.9, 1.0, 1.1, 1.2)
     x = np.asarray(levels)
@@ -95,9 +97,12 @@ def test_linear_plays_the_profit_optimal_level_of_its_own_fit(spec, tiny):
 
 @pytest.mark.parametrize(
     ("tier", "policy"),
-    [("static", StaticPolicy(21)), ("surge", SurgePolicy(GRID, 0.1, 0.5)),
-     ("linear", LinearPolicy(GRID, 2, (12.5, -3.0), (10.0, 90.0)))],
-)  # fmt: skip
+    [
+        ("static", StaticPolicy(21)),
+        ("surge", SurgePolicy(GRID, 0.1, 0.5)),
+        ("linear", LinearPolicy(GRID, 2, (12.5, -3.0), (10.0, 90.0))),
+    ],
+)
 def test_heuristic_policies_round_trip_through_save_and_load(tmp_path, tier, policy):
     path = policy.save(tmp_path / "nested" / "policy.json")
     loaded = load_policy(tier, path)

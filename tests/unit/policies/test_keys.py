@@ -20,12 +20,15 @@ from phantom_assets.policies import (
 
 @pytest.mark.parametrize(
     ("tier", "mode", "alpha", "key"),
-    [("ppo", "robust", 0.3, "ppo-robust-a030"), ("static", None, 0.0, "static-a000"),
-     ("dqn", "baseline", 1.0, "dqn-baseline-a100"),
-     ("qtable", "robust", 0.05, "qtable-robust-a005"),
-     ("dqn", "charged", 0.5, "dqn-charged-a050"),
-     ("dqn", "robustcharged", 0.5, "dqn-robustcharged-a050")],
-)  # fmt: skip
+    [
+        ("ppo", "robust", 0.3, "ppo-robust-a030"),
+        ("static", None, 0.0, "static-a000"),
+        ("dqn", "baseline", 1.0, "dqn-baseline-a100"),
+        ("qtable", "robust", 0.05, "qtable-robust-a005"),
+        ("dqn", "charged", 0.5, "dqn-charged-a050"),
+        ("dqn", "robustcharged", 0.5, "dqn-robustcharged-a050"),
+    ],
+)
 def test_policy_key_formats_tier_mode_and_alpha(tier, mode, alpha, key):
     assert policy_key(tier, mode, alpha) == key
     parsed = parse_policy_key(key)
@@ -36,9 +39,15 @@ def test_policy_key_formats_tier_mode_and_alpha(tier, mode, alpha, key):
 
 @pytest.mark.parametrize(
     ("tier", "mode", "alpha"),
-    [("ppo", None, 0.3), ("static", "robust", 0.3), ("sarsa", None, 0.3), ("ppo", "robust", 0.333),
-     ("ppo", "robust", 1.5), ("dqn", "penalized", 0.5)],
-)  # fmt: skip
+    [
+        ("ppo", None, 0.3),
+        ("static", "robust", 0.3),
+        ("sarsa", None, 0.3),
+        ("ppo", "robust", 0.333),
+        ("ppo", "robust", 1.5),
+        ("dqn", "penalized", 0.5),
+    ],
+)
 def test_policy_key_rejects_bad_tier_mode_or_alpha(tier, mode, alpha):
     with pytest.raises(ValueError, match=r"tier|mode|alpha"):
         policy_key(tier, mode, alpha)
@@ -59,9 +68,14 @@ def test_training_modes_are_the_full_lambda_by_adversary_factorial():
 
 @pytest.mark.parametrize(
     ("mode", "market"),
-    [("baseline", (False, 0.0)), ("robust", (True, 0.0)), ("charged", (False, 2.5)),
-     ("robustcharged", (True, 2.5)), (HEURISTIC_MODE, (False, 0.0))],
-)  # fmt: skip
+    [
+        ("baseline", (False, 0.0)),
+        ("robust", (True, 0.0)),
+        ("charged", (False, 2.5)),
+        ("robustcharged", (True, 2.5)),
+        (HEURISTIC_MODE, (False, 0.0)),
+    ],
+)
 def test_mode_market_gives_the_adversary_flag_and_lambda_of_each_mode(mode, market):
     assert mode_market(mode, ablation_lam=2.5) == market
 
@@ -82,8 +96,12 @@ def test_policy_keys_cover_the_grid_without_duplicating_alpha_free_heuristics():
 def test_policy_keys_add_the_charged_modes_for_the_ablation_tier_only():
     plain, ablated = policy_keys(TIERS, (0.0, 0.5)), policy_keys(TIERS, (0.0, 0.5), "dqn")
     added = sorted(set(ablated) - set(plain))
-    assert added == ["dqn-charged-a000", "dqn-charged-a050", "dqn-robustcharged-a000",
-                     "dqn-robustcharged-a050"]  # fmt: skip
+    assert added == [
+        "dqn-charged-a000",
+        "dqn-charged-a050",
+        "dqn-robustcharged-a000",
+        "dqn-robustcharged-a050",
+    ]
     assert set(plain) < set(ablated) and len(set(ablated)) == len(ablated)
 
 
@@ -95,8 +113,13 @@ def test_policy_keys_reject_an_ablation_tier_that_is_not_a_trained_learnable_tie
 
 @pytest.mark.parametrize(
     ("key", "twin"),
-    [("ppo-robust-a030", "ppo-baseline-a030"), ("dqn-robustcharged-a050", "dqn-charged-a050"),
-     ("ppo-baseline-a030", None), ("dqn-charged-a050", None), ("static-a000", None)],
-)  # fmt: skip
+    [
+        ("ppo-robust-a030", "ppo-baseline-a030"),
+        ("dqn-robustcharged-a050", "dqn-charged-a050"),
+        ("ppo-baseline-a030", None),
+        ("dqn-charged-a050", None),
+        ("static-a000", None),
+    ],
+)
 def test_baseline_twin_drops_the_adversary_and_keeps_lambda(key, twin):
     assert baseline_twin(key) == twin

@@ -31,8 +31,9 @@ BUDGETS = {"qtable": 4_000, "ppo": 2_000, "a2c": 3_000, "dqn": 4_000}
 @functools.cache
 def fixed_action_profits(spec: MarketSpec) -> np.ndarray:
     """(n_actions,) mean episode profit of every fixed action on `SEEDS`."""
-    return np.array([episode_profits(StaticPolicy(a), spec, ALPHA, SEEDS).mean()
-                     for a in range(spec.n_actions)])  # fmt: skip
+    return np.array(
+        [episode_profits(StaticPolicy(a), spec, ALPHA, SEEDS).mean() for a in range(spec.n_actions)]
+    )
 
 
 UNTRAINED_SEEDS = range(5)
@@ -44,8 +45,13 @@ TRAIN_SEED = 11
 def regret(spec: MarketSpec, tier: str, timesteps: int, seed: int = 0, envs: int = 1) -> float:
     """1 − the tier's mean episode profit / the best fixed action's, after `timesteps` steps on
     `envs` markets stepped together."""
-    params = TrainingParams(timesteps=timesteps, budget_multipliers={}, net_arch=(32,),
-                            dqn_learning_starts=min(500, timesteps), envs=envs)  # fmt: skip
+    params = TrainingParams(
+        timesteps=timesteps,
+        budget_multipliers={},
+        net_arch=(32,),
+        dqn_learning_starts=min(500, timesteps),
+        envs=envs,
+    )
     policy = train_policy(tier, "baseline", spec, ALPHA, params, seed=seed).policy
     return (
         1.0 - episode_profits(policy, spec, ALPHA, SEEDS).mean() / fixed_action_profits(spec).max()

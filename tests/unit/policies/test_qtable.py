@@ -25,13 +25,14 @@ def table(q: np.ndarray, bins=(2, 3), visits: np.ndarray | None = None) -> QTabl
 
 def test_qtable_state_bins_the_shopper_alpha_hat_low_engagement_and_the_level_in_ravel_order():
     policy = table(np.zeros((30, 45)))
-    obs = market_obs([0.5, 0.5], prices=[0.28, 0.32], shopper_alpha_hat=0.9,
-                     low_engagement_share=0.4)  # fmt: skip
+    obs = market_obs(
+        [0.5, 0.5], prices=[0.28, 0.32], shopper_alpha_hat=0.9, low_engagement_share=0.4
+    )
     assert policy.state(obs) == np.ravel_multi_index((1, 1, 2), (2, 3, 5))
     # The session-share α̂ (which K inflates) is not the state's α coordinate.
-    assert policy.state(market_obs([0.5, 0.5], prices=[0.28, 0.32], alpha_hat=0.9,
-                                   low_engagement_share=0.4)) == np.ravel_multi_index(
-        (0, 1, 2), (2, 3, 5))  # fmt: skip
+    assert policy.state(
+        market_obs([0.5, 0.5], prices=[0.28, 0.32], alpha_hat=0.9, low_engagement_share=0.4)
+    ) == np.ravel_multi_index((0, 1, 2), (2, 3, 5))
 
 
 def test_level_prices_are_what_the_observation_shows_at_each_level(spec):
@@ -60,8 +61,7 @@ def test_an_unvisited_state_acts_on_the_visit_weighted_mean_of_the_visited_rows(
     visits = np.zeros(30)
     visits[:2] = (1, 4)  # mean row: action 3 -> 0.2, action 5 -> 0.48
     policy = table(q, visits=visits)
-    unvisited = market_obs([0.5, 0.5], prices=0.5, shopper_alpha_hat=0.9,
-                           low_engagement_share=0.9)  # fmt: skip
+    unvisited = market_obs([0.5, 0.5], prices=0.5, shopper_alpha_hat=0.9, low_engagement_share=0.9)
     assert visits[policy.state(unvisited)] == 0
     assert policy.act(unvisited) == 5
 
@@ -72,8 +72,9 @@ def test_qtable_rejects_a_table_that_does_not_match_its_state_shape():
 
 
 def test_epsilon_decays_linearly_over_the_exploration_fraction_then_stays(tiny):
-    params = dataclasses.replace(tiny, q_epsilon_start=1.0, q_epsilon_end=0.1,
-                                 q_exploration_fraction=0.5)  # fmt: skip
+    params = dataclasses.replace(
+        tiny, q_epsilon_start=1.0, q_epsilon_end=0.1, q_exploration_fraction=0.5
+    )
     eps = epsilon_schedule(params, 100)
     assert eps[0] == 1.0 and eps[25] == pytest.approx(0.55) and (eps[50:] == 0.1).all()
     assert (np.diff(eps) <= 0).all()
@@ -98,8 +99,9 @@ class Bandit(gym.Env):
 def test_qtable_learns_the_best_arm_of_a_deterministic_bandit(spec, tiny):
     payoff = np.random.default_rng(3).uniform(0.5, 1.0, spec.n_actions) / spec.reward_scale
     payoff[31] = 1.05 / spec.reward_scale
-    obs = market_obs(np.full(spec.n_products, 0.1), prices=level_prices(spec)[2],
-                     shopper_alpha_hat=0.5)  # fmt: skip
+    obs = market_obs(
+        np.full(spec.n_products, 0.1), prices=level_prices(spec)[2], shopper_alpha_hat=0.5
+    )
     env = gym.wrappers.TimeLimit(Bandit(obs, payoff), max_episode_steps=10)
     params = dataclasses.replace(tiny, timesteps=3_000, gamma=0.5)
     policy, curve = train_qtable(env, spec, params, seed=0)

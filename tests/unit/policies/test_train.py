@@ -78,8 +78,10 @@ def test_a_training_law_sets_every_training_episodes_alpha_and_k_and_is_recorded
     assert not fixed.learning_curve.equals(runs[0].learning_curve)
 
 
-@pytest.mark.parametrize(("tier", "mode"), [(t, m) for m in TRAINING_MODES for t in ("qtable",)]
-                         + [("dqn", "robustcharged")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("tier", "mode"),
+    [(t, m) for m in TRAINING_MODES for t in ("qtable",)] + [("dqn", "robustcharged")],
+)
 def test_train_policy_records_the_market_its_mode_trained_on(spec, tiny, tier, mode):
     params = dataclasses.replace(tiny, ablation_lam=2.5)
     trained = train_policy(tier, mode, spec, 0.5, params, seed=1)
@@ -92,8 +94,10 @@ def test_train_policy_records_the_market_its_mode_trained_on(spec, tiny, tier, m
 def test_the_charged_mode_trains_on_rewards_net_of_the_leak_charge(spec, tiny):
     """Same seed, same first (random) actions and draws: only the λ·leak charge differs."""
     charged = dataclasses.replace(tiny, ablation_lam=5.0)
-    curves = [train_policy("qtable", mode, spec, 0.5, charged, seed=2).learning_curve
-              for mode in ("baseline", "charged")]  # fmt: skip
+    curves = [
+        train_policy("qtable", mode, spec, 0.5, charged, seed=2).learning_curve
+        for mode in ("baseline", "charged")
+    ]
     first = [curve["reward"][0] for curve in curves]
     assert first[1] < first[0] - 1_000
 
@@ -110,8 +114,9 @@ def test_same_seed_reproduces_identical_weights_and_curves(spec, tiny, tier):
 @pytest.mark.parametrize("tier", ["ppo", "dqn"])
 def test_a_different_seed_gives_different_weights(spec, tiny, tier):
     """Guards the determinism test above against passing vacuously."""
-    first, second = (weights(train_policy(tier, "baseline", spec, 0.5, tiny, seed=s).policy)
-                     for s in (1, 2))  # fmt: skip
+    first, second = (
+        weights(train_policy(tier, "baseline", spec, 0.5, tiny, seed=s).policy) for s in (1, 2)
+    )
     assert any(not np.array_equal(first[k], second[k]) for k in first)
 
 
@@ -144,19 +149,27 @@ def test_training_params_reject_bad_values_naming_the_field():
 def test_training_params_take_budget_lambda_device_threads_and_envs_from_the_settings():
     from phantom_assets.config import TrainingConfig
 
-    config = TrainingConfig(timesteps=123, ablation_lam=0.5, device="cuda", torch_threads=2,
-                            envs=5)  # fmt: skip
+    config = TrainingConfig(timesteps=123, ablation_lam=0.5, device="cuda", torch_threads=2, envs=5)
     params = TrainingParams.from_config(config, net_arch=(8,))
-    assert (params.timesteps, params.ablation_lam, params.device, params.torch_threads,
-            params.envs) == (123, 0.5, "cuda", 2, 5)  # fmt: skip
+    assert (
+        params.timesteps,
+        params.ablation_lam,
+        params.device,
+        params.torch_threads,
+        params.envs,
+    ) == (123, 0.5, "cuda", 2, 5)
     assert params.as_dict()["net_arch"] == [8]
 
 
 @pytest.mark.parametrize(
     ("rewards", "ratio"),
-    [([5.0] * 10, 1.0), ([1, 1, 1, 1, 1, 1, 2, 2, 3, 3], 1.5), ([-4] * 8 + [-2, -2], 1.5),
-     ([1.0, 2.0, 3.0, 4.0], float("nan"))],
-)  # fmt: skip
+    [
+        ([5.0] * 10, 1.0),
+        ([1, 1, 1, 1, 1, 1, 2, 2, 3, 3], 1.5),
+        ([-4] * 8 + [-2, -2], 1.5),
+        ([1.0, 2.0, 3.0, 4.0], float("nan")),
+    ],
+)
 def test_plateau_ratio_compares_the_last_fifth_of_episodes_with_the_fifth_before(rewards, ratio):
     np.testing.assert_allclose(plateau_ratio(np.asarray(rewards, dtype=float)), ratio)
 
@@ -176,8 +189,9 @@ def test_the_tuned_static_tier_plays_the_given_undefended_response_and_nothing_e
     with pytest.raises(ValueError, match="pass it"):
         train_policy("tuned", None, spec, 0.5, tiny, seed=0)
     with pytest.raises(ValueError, match="not 0"):
-        train_policy("tuned", None, spec, 0.5, tiny, seed=0,
-                     reference_action=spec.action_index(4, 2, 1))  # fmt: skip
+        train_policy(
+            "tuned", None, spec, 0.5, tiny, seed=0, reference_action=spec.action_index(4, 2, 1)
+        )
 
 
 @pytest.mark.parametrize(("tier", "per_update"), [("ppo", 64), ("a2c", 8), ("dqn", None)])

@@ -18,25 +18,59 @@ STATES = ("<start>", "session_start", "page_view", "add_item_to_cart", "<end>")
 
 # (session, experiment, store, actor, label_source, [(offset_ms, event, product, price, metadata)])
 SESSIONS = (
-    ("h1", "xp-h", "hotel", "human", "experiment", [
-        (0, "session_start", None, None, {}),
-        (1500, "view_item_page", "room-7", None, {"roomType": "deluxe", "nights": 2}),
-        (1600, "price_quote", "room-7", 120.5, {}),
-        (4100, "hover_over_title", "room-7", None, {"dwellTime": 1.5, "elementText": 'Say "hi"'}),
-    ]),
-    ("a1", "xp-a", "hotel", "agent", "experiment", [
-        (10, "session_start", None, None, {}),
-        (20, "add_item_to_cart", "room-2", None, {"itemCount": 1, "total": 99.0}),
-    ]),
-    ("a2", "xp-a", "airline", "agent", "actor_column", [
-        (5, "search", None, None, {"flightType": "one-way", "dateIndex": 3}),
-        (9, "add_item_to_cart", "fl-1", None, {"cabinClass": "economy", "price": 99.9}),
-        (12, "checkout_start", "fl-1", None, {"dwellTime": "slow"}),  # uncastable dwellTime
-    ]),
-    ("u1", None, "airline", "unknown", "none", [
-        (30, "page_view", None, None, {"referrer": "https://example.org/?q=a,b"}),
-    ]),
-)  # fmt: skip
+    (
+        "h1",
+        "xp-h",
+        "hotel",
+        "human",
+        "experiment",
+        [
+            (0, "session_start", None, None, {}),
+            (1500, "view_item_page", "room-7", None, {"roomType": "deluxe", "nights": 2}),
+            (1600, "price_quote", "room-7", 120.5, {}),
+            (
+                4100,
+                "hover_over_title",
+                "room-7",
+                None,
+                {"dwellTime": 1.5, "elementText": 'Say "hi"'},
+            ),
+        ],
+    ),
+    (
+        "a1",
+        "xp-a",
+        "hotel",
+        "agent",
+        "experiment",
+        [
+            (10, "session_start", None, None, {}),
+            (20, "add_item_to_cart", "room-2", None, {"itemCount": 1, "total": 99.0}),
+        ],
+    ),
+    (
+        "a2",
+        "xp-a",
+        "airline",
+        "agent",
+        "actor_column",
+        [
+            (5, "search", None, None, {"flightType": "one-way", "dateIndex": 3}),
+            (9, "add_item_to_cart", "fl-1", None, {"cabinClass": "economy", "price": 99.9}),
+            (12, "checkout_start", "fl-1", None, {"dwellTime": "slow"}),  # uncastable dwellTime
+        ],
+    ),
+    (
+        "u1",
+        None,
+        "airline",
+        "unknown",
+        "none",
+        [
+            (30, "page_view", None, None, {"referrer": "https://example.org/?q=a,b"}),
+        ],
+    ),
+)
 
 
 def canonical_events() -> pl.DataFrame:

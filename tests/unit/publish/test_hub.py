@@ -64,9 +64,14 @@ def test_plan_operations_deletes_remote_files_the_folder_lacks_but_keeps_gitattr
 
 @pytest.mark.parametrize(
     ("private", "repo_private", "warns"),
-    [(True, False, True), (True, True, False), (True, None, False), (False, False, False),
-     (False, True, False)],
-)  # fmt: skip
+    [
+        (True, False, True),
+        (True, True, False),
+        (True, None, False),
+        (False, False, False),
+        (False, True, False),
+    ],
+)
 def test_visibility_warning_only_when_private_was_asked_and_the_repo_is_public(
     private: bool, repo_private: bool | None, warns: bool
 ) -> None:

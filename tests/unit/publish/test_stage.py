@@ -92,10 +92,12 @@ def test_stage_dataset_default_config_loads_with_datasets(staged: StagedDataset,
     ("name", "columns"),
     [
         ("kernels", ["store", "actor", "src", "dst", "count", "prob"]),
-        ("contaminated", ["session_id", "source", "actor", "alpha", "n_events", "f",
-                          "trajectory", "store"]),
+        (
+            "contaminated",
+            ["session_id", "source", "actor", "alpha", "n_events", "f", "trajectory", "store"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_stage_dataset_extra_configs_load_with_datasets(
     staged: StagedDataset, load, name: str, columns: list[str]
 ) -> None:

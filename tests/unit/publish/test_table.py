@@ -107,8 +107,17 @@ def test_whoclickedit_table_rejects_frames_without_canonical_columns(
 
 def _comparable(frame: pl.DataFrame) -> list[tuple]:
     """Events as sortable tuples, metadata decoded (99.0 == 99 after a round trip)."""
-    columns = ["session_id", "experiment_id", "store", "ts", "event", "product_id", "price",
-               "record_type", "actor"]  # fmt: skip
+    columns = [
+        "session_id",
+        "experiment_id",
+        "store",
+        "ts",
+        "event",
+        "product_id",
+        "price",
+        "record_type",
+        "actor",
+    ]
     rows = frame.select(*columns, "metadata").rows()
     return sorted((*row[:-1], tuple(sorted(json.loads(row[-1]).items()))) for row in rows)
 

@@ -90,8 +90,11 @@ def test_a_parquet_file_whose_data_pages_are_missing_fails_naming_the_file(
     # Why: its footer points past the file's end and polars panics (a BaseException, which no
     # `except Exception` stops) with "called `Result::unwrap()` on an `Err` value", naming no
     # file. A column chunk longer than the footer is what makes it point past the end.
-    rows = [{**row, "userAgent": hashlib.sha256(str(i).encode()).hexdigest() * 2}
-            for i in range(200) for row in flat_rows(RECORDS)]  # fmt: skip
+    rows = [
+        {**row, "userAgent": hashlib.sha256(str(i).encode()).hexdigest() * 2}
+        for i in range(200)
+        for row in flat_rows(RECORDS)
+    ]
     path = write_parquet(tmp_path / "export.parquet", rows)
     data = path.read_bytes()
     footer = int.from_bytes(data[-8:-4], "little") + 8  # the metadata, its length, "PAR1"

@@ -26,8 +26,9 @@ from phantom_assets.simulate.timing import PRICE_LOG_DELAY_MS
 
 from .conftest import SMALL, session_stats
 
-IDENTICAL = SimulationParams(seed=26, humans_per_store=40, agents_per_store=40, separability=0.0,
-                             stores=("hotel",))  # fmt: skip
+IDENTICAL = SimulationParams(
+    seed=26, humans_per_store=40, agents_per_store=40, separability=0.0, stores=("hotel",)
+)
 
 
 @pytest.fixture(scope="module")
@@ -157,8 +158,9 @@ def test_timing_and_hovering_differ_as_designed_at_full_separability(small_corpu
     assert np.std(np.log(human_gaps)) > 2 * np.std(np.log(gaps))  # heavy-tailed and bursty
 
 
-@pytest.mark.parametrize("column", ["median_gap", "n", "hover_share", "filter_share",
-                                    "navigation_share"])  # fmt: skip
+@pytest.mark.parametrize(
+    "column", ["median_gap", "n", "hover_share", "filter_share", "navigation_share"]
+)
 def test_humans_and_agents_match_in_distribution_at_zero_separability(
     identical_corpus, column: str
 ) -> None:

@@ -22,8 +22,9 @@ COST_SHARE = 0.5  # the market's declared marginal cost (MarketConfig.cost_share
 @functools.cache
 def truth(humans: int = 3_000, agents: int = 300, arms: tuple[float, ...] | None = None):
     demand = DEMO_DEMAND if arms is None else dataclasses.replace(DEMO_DEMAND, arms=arms)
-    params = SimulationParams(seed=3, humans_per_store=humans, agents_per_store=agents,
-                              demand=demand)  # fmt: skip
+    params = SimulationParams(
+        seed=3, humans_per_store=humans, agents_per_store=agents, demand=demand
+    )
     return simulate_events(params).decisions
 
 
@@ -45,12 +46,16 @@ def test_a_world_where_engagement_says_nothing_leaves_engagement_pricing_worth_n
 
 def test_purchases_respond_to_the_quote_at_equal_engagement():
     """The price test moves quotes at equal engagement: higher arms convert less."""
-    humans = truth().filter(pl.col("actor") == "human", pl.col("decides"),
-                            pl.col("engagement") == 2.0)  # fmt: skip
-    would = humans.with_columns(buys=pl.col("in_market") & (pl.col("valuation") >=
-                                                            pl.col("quote")))  # fmt: skip
-    by_arm = (would.with_columns(arm=(pl.col("price_level") * 10).round(0))
-              .group_by("arm").agg(pl.col("buys").mean()).sort("arm"))  # fmt: skip
+    humans = truth().filter(
+        pl.col("actor") == "human", pl.col("decides"), pl.col("engagement") == 2.0
+    )
+    would = humans.with_columns(buys=pl.col("in_market") & (pl.col("valuation") >= pl.col("quote")))
+    by_arm = (
+        would.with_columns(arm=(pl.col("price_level") * 10).round(0))
+        .group_by("arm")
+        .agg(pl.col("buys").mean())
+        .sort("arm")
+    )
     assert by_arm.height == len(DEMO_DEMAND.arms)
     buys = by_arm["buys"].to_numpy()  # the cheapest arms convert nearly every shopper in market
     assert buys[0] > buys[-1] + 0.3 and np.all(np.diff(buys[1:]) < 0)

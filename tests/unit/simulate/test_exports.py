@@ -38,12 +38,16 @@ def _read_kafka(path: Path) -> pl.DataFrame:
     assert all(set(e) == {"partitionID", "offset", "timestamp", "key", "value"} for e in envelopes)
     return pl.DataFrame(
         [
-            {**e["value"]["payload"], "metadata": json.dumps(e["value"]["payload"]["metadata"]),
-             "offset": e["offset"], "partitionID": e["partitionID"]}
+            {
+                **e["value"]["payload"],
+                "metadata": json.dumps(e["value"]["payload"]["metadata"]),
+                "offset": e["offset"],
+                "partitionID": e["partitionID"],
+            }
             for e in envelopes
         ],
         infer_schema_length=None,
-    )  # fmt: skip
+    )
 
 
 def _read_jsonl(path: Path) -> pl.DataFrame:
@@ -74,16 +78,22 @@ def test_write_exports_names_files_deterministically(written) -> None:
 def test_every_format_rereads_to_the_same_records(small_corpus, written) -> None:
     out, _ = written
     n_records = small_corpus.events.height
-    csv = pl.concat([pl.read_csv(out / f"sessions_all_{k}.csv", infer_schema_length=None)
-                     for k in (0, 1)])  # fmt: skip
+    csv = pl.concat(
+        [pl.read_csv(out / f"sessions_all_{k}.csv", infer_schema_length=None) for k in (0, 1)]
+    )
     parquet = pl.concat([pl.read_parquet(out / f"sessions_all_{k}.parquet") for k in (0, 1)])
     kafka = pl.concat(
-        [_read_kafka(out / f"sessions_all_{k}.{t}.json")
-         for k in (0, 1) for t in (KAFKA_INTERACTIONS_TOPIC, KAFKA_PRICE_TOPIC)],
+        [
+            _read_kafka(out / f"sessions_all_{k}.{t}.json")
+            for k in (0, 1)
+            for t in (KAFKA_INTERACTIONS_TOPIC, KAFKA_PRICE_TOPIC)
+        ],
         how="diagonal_relaxed",
-    )  # fmt: skip
-    jsonl = pl.concat([_read_jsonl(out / f"sessions_all_{k}.events.jsonl") for k in (0, 1)],
-                      how="diagonal_relaxed")  # fmt: skip
+    )
+    jsonl = pl.concat(
+        [_read_jsonl(out / f"sessions_all_{k}.events.jsonl") for k in (0, 1)],
+        how="diagonal_relaxed",
+    )
     assert tuple(csv.columns) == tuple(parquet.columns) == WHOCLICKEDIT_COLUMNS
     for frame in (csv, parquet, kafka, jsonl):
         assert frame.height == n_records
@@ -112,8 +122,9 @@ def test_whoclickedit_rows_carry_labels_and_kafka_positions(written) -> None:
     table = pl.read_parquet(out / "sessions_all_1.parquet")
     assert (table["is_agent"] == (table["actor_type"] == "agent")).all()
     assert set(table["actor_type"]) == {"human", "agent"}
-    assert table.select(pl.struct("kafka_topic", "kafka_partition", "kafka_offset")
-                        .is_unique().all()).item()  # fmt: skip
+    assert table.select(
+        pl.struct("kafka_topic", "kafka_partition", "kafka_offset").is_unique().all()
+    ).item()
     kafka = _read_kafka(out / f"sessions_all_1.{KAFKA_PRICE_TOPIC}.json")
     logs = table.filter(pl.col("record_type") == "price_log").sort("kafka_offset", "sessionId")
     assert logs["kafka_offset"].sort().to_list() == sorted(kafka["offset"].to_list())

@@ -298,8 +298,9 @@ def write_report(text: str, command: str, partial: bool) -> None:
         "Planted bugs the tests must catch (`tests/mutants.py`): each is planted alone in a\n"
         "copy of the checkout and the tests listed for it run there; *caught by* is the first\n"
         "test that failed. `make mutants` runs every mutant (a pipeline-level one builds the\n"
-        "tiny pipeline: ~5 min on 2 cores), `.venv/bin/python -m tests.mutants --only NAME ...`\n"
-        "some, and `--check` only verifies that every mutant still applies.\n\n"
+        "tiny pipeline: 1.5-3.5 min on 2 cores),\n"
+        "`.venv/bin/python -m tests.mutants --only NAME ...` some, and `--check` only verifies\n"
+        "that every mutant still applies.\n\n"
         f"Last run {datetime.date.today().isoformat()}: `{command}`.{note}\n\n"
     )
     handle, temporary = tempfile.mkstemp(dir=REPORT.parent, prefix=".mutants-", suffix=".md")

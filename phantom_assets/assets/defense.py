@@ -47,7 +47,7 @@ DEFENSE_CODE = code_version_of(
 )
 # What one partition trains with; the tiers, training α and ablation tier only shape the grid of
 # partitions.
-TRAINING_FIELDS = ("timesteps", "ablation_lam", "seeds", "device", "torch_threads")
+TRAINING_FIELDS = ("timesteps", "ablation_lam", "seeds", "device", "torch_threads", "envs")
 # The training law's band, law and K values (`market.training_law`).
 LAW_FIELDS = ("train_alpha_radius", "train_law", "alpha_grid", "k_grid")
 RELOAD_CHECK = "saved_policy_reloads_identically"

@@ -1,8 +1,11 @@
-"""A reviewed snapshot of every asset spec: keys, deps, partitions, code versions and checks.
+"""A reviewed snapshot of every asset spec: keys, deps, partitions, checks and automation.
 
-Any lineage change -- a new dependency, a repartitioning, an edited pure module (its code version
-moves) -- shows up as a diff of `snapshots/asset_specs.json` in the commit that causes it.
-Regenerate deliberately with `PHANTOM_UPDATE_SNAPSHOTS=1 make test` and review the diff.
+Any lineage change -- a new dependency, a repartitioning, a check added or made blocking -- shows
+up as a diff of `snapshots/asset_specs.json` in the commit that causes it. Regenerate
+deliberately with `PHANTOM_UPDATE_SNAPSHOTS=1 make test` and review the diff. Code versions are
+not in it: they move with every change of logic, and what they must hash is tested as behaviour
+(`test_settings_readers.py`: each setting moves exactly its readers' versions;
+tests/unit/test_code_versions.py: formatting and documentation move none).
 """
 
 import json
@@ -36,7 +39,6 @@ def asset_spec_snapshot() -> dict[str, dict[str, object]]:
             "group": node.group_name,
             "deps": sorted(p.to_user_string() for p in node.parent_keys),
             "partitions": _partitions(node.partitions_def),
-            "code_version": node.code_version,
             "checks": dict(sorted(checks.items())),
             "automation": node.automation_condition.get_label()
             if node.automation_condition

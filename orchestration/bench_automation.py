@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import shutil
 import signal
 import subprocess
@@ -32,7 +31,7 @@ import polars as pl
 
 from orchestration.bench import run_phantom
 from orchestration.devserver import STARTUP_TIMEOUT_S, wait_until_serving
-from orchestration.scale_out.deployment import free_port
+from orchestration.scale_out.deployment import child_env, free_port, venv_script
 from phantom_assets.config import Settings
 from phantom_assets.constants import ACTORS, STORES
 
@@ -137,14 +136,14 @@ def bench_automation(settings: Settings, store: str, timeout_s: float) -> dict[s
 @contextlib.contextmanager
 def _dagster_dev(env: dict[str, str], log: Path) -> Iterator[int]:
     """`make ui`'s command (the devserver wrapper around `dagster dev`) on a free local port."""
-    port, bin_dir = free_port(), Path(sys.executable).parent
+    port = free_port()
     with log.open("w") as out:
         process = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
                 "orchestration.devserver",
-                str(bin_dir / "dagster"),
+                venv_script("dagster"),
                 "dev",
                 "-w",
                 "workspace.yaml",
@@ -154,7 +153,7 @@ def _dagster_dev(env: dict[str, str], log: Path) -> Iterator[int]:
                 str(port),
             ],
             cwd=REPO_ROOT,
-            env={**env, "PATH": f"{bin_dir}{os.pathsep}{env['PATH']}"},
+            env=child_env(env),
             stdout=out,
             stderr=subprocess.STDOUT,
         )
@@ -171,7 +170,7 @@ def _dagster_dev(env: dict[str, str], log: Path) -> Iterator[int]:
 
 def _start_sensor(name: str, env: dict[str, str]) -> None:
     """Switch a sensor on as the UI's toggle does (the code location may still be loading)."""
-    dagster = str(Path(sys.executable).parent / "dagster")
+    dagster = venv_script("dagster")
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while True:
         started = subprocess.run(

@@ -10,7 +10,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from dagster_graphql import DagsterGraphQLClient, DagsterGraphQLClientError
 
 from orchestration.devserver import wait_until_serving
 from orchestration.runner import register_batches
-from orchestration.scale_out.deployment import free_port
+from orchestration.scale_out.deployment import child_env, free_port, venv_script
 from phantom_assets.config import load_settings
 from phantom_assets.simulate import simulate_to_incoming
 from tests.pipeline_helpers import (
@@ -52,18 +51,13 @@ def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
     with dg.DagsterInstance.from_config(str(home)) as instance:
         keys, _ = register_batches(settings, instance)
     port = free_port()
-    env = {
-        **os.environ,
-        "DAGSTER_HOME": str(home),
-        "PHANTOM_DATA_DIR": str(settings.data_dir),
-        # `dagster dev` re-parses the dbt project with the `dbt` beside this interpreter.
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-    }
+    # `dagster dev` re-parses the dbt project with the `dbt` beside this interpreter: first on PATH.
+    env = child_env({"DAGSTER_HOME": str(home), "PHANTOM_DATA_DIR": str(settings.data_dir)})
     log_path = tmp_path / "dagster_dev.log"
     log = log_path.open("w")
     process = subprocess.Popen(
         [
-            str(Path(sys.executable).parent / "dagster"),
+            venv_script("dagster"),
             "dev",
             "-w",
             "workspace.yaml",

@@ -16,7 +16,7 @@ from dagster_graphql import DagsterGraphQLClient, DagsterGraphQLClientError
 
 from orchestration.devserver import STOP_WITHIN_S, wait_until_serving
 from orchestration.runner import run_pipeline
-from orchestration.scale_out.deployment import free_port
+from orchestration.scale_out.deployment import child_env, free_port
 from phantom_assets.config import Settings
 from phantom_assets.simulate import simulate_to_incoming
 from tests.pipeline_helpers import REPO_ROOT, simulation_params
@@ -99,13 +99,8 @@ def test_sigterm_to_make_ui_ends_every_process_within_10_seconds_even_with_a_run
     with dg.DagsterInstance.from_config(str(home)) as instance:  # raw_events for dbt to read
         assert not run_pipeline(settings, instance, "raw_events").failed
     port = free_port()
-    env = {
-        **os.environ,
-        "DAGSTER_HOME": str(home),
-        "PHANTOM_DATA_DIR": str(settings.data_dir),
-        # `dagster dev` re-parses the dbt project with the `dbt` beside this interpreter.
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-    }
+    # `dagster dev` re-parses the dbt project with the `dbt` beside this interpreter: first on PATH.
+    env = child_env({"DAGSTER_HOME": str(home), "PHANTOM_DATA_DIR": str(settings.data_dir)})
     # As a terminal starts it (its own session); `-o setup`: this environment is set up already.
     command = ["make", "-o", "setup", "ui", f"UI_PORT={port}", f"VENV={sys.prefix}"]
     log_path = tmp_path / "make_ui.log"

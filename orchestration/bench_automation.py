@@ -30,7 +30,7 @@ from typing import Any
 import polars as pl
 
 from orchestration.bench import run_phantom
-from orchestration.devserver import STARTUP_TIMEOUT_S, wait_until_serving
+from orchestration.devserver import STARTUP_TIMEOUT_S, dagster_dev_command, wait_until_serving
 from orchestration.scale_out.deployment import child_env, free_port, venv_script
 from phantom_assets.config import Settings
 from phantom_assets.constants import ACTORS, STORES
@@ -139,19 +139,7 @@ def _dagster_dev(env: dict[str, str], log: Path) -> Iterator[int]:
     port = free_port()
     with log.open("w") as out:
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "orchestration.devserver",
-                venv_script("dagster"),
-                "dev",
-                "-w",
-                "workspace.yaml",
-                "-h",
-                "127.0.0.1",
-                "-p",
-                str(port),
-            ],
+            [sys.executable, "-m", "orchestration.devserver", *dagster_dev_command(port)],
             cwd=REPO_ROOT,
             env=child_env(env),
             stdout=out,

@@ -31,6 +31,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from orchestration.scale_out.deployment import venv_script
+
 INTERRUPT_GRACE_S = 3.5  # the orderly shutdown of dagster dev, its webserver, daemon, runs
 TERMINATE_GRACE_S = 2.5  # SIGTERM to the whole group, then SIGKILL
 STOP_WITHIN_S = INTERRUPT_GRACE_S + TERMINATE_GRACE_S + 1.0
@@ -146,6 +148,20 @@ def end_runs_of(instance, pids: set[int]) -> list[str]:
             end_runs(instance, [run], canceled=True, why=why)
             ended.append(run.run_id)
     return ended
+
+
+def dagster_dev_command(port: int) -> list[str]:
+    """`make ui`'s `dagster dev` on 127.0.0.1:`port`, run by this interpreter's `dagster`."""
+    return [
+        venv_script("dagster"),
+        "dev",
+        "-w",
+        "workspace.yaml",
+        "-h",
+        "127.0.0.1",
+        "-p",
+        str(port),
+    ]
 
 
 def wait_until_serving(

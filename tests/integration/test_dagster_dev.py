@@ -18,9 +18,9 @@ import pytest
 import requests
 from dagster_graphql import DagsterGraphQLClient, DagsterGraphQLClientError
 
-from orchestration.devserver import wait_until_serving
+from orchestration.devserver import dagster_dev_command, wait_until_serving
 from orchestration.runner import register_batches
-from orchestration.scale_out.deployment import child_env, free_port, venv_script
+from orchestration.scale_out.deployment import child_env, free_port
 from phantom_assets.config import load_settings
 from phantom_assets.simulate import simulate_to_incoming
 from tests.pipeline_helpers import (
@@ -56,16 +56,7 @@ def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
     log_path = tmp_path / "dagster_dev.log"
     log = log_path.open("w")
     process = subprocess.Popen(
-        [
-            venv_script("dagster"),
-            "dev",
-            "-w",
-            "workspace.yaml",
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(port),
-        ],
+        dagster_dev_command(port),
         cwd=REPO_ROOT,
         env=env,
         stdout=log,

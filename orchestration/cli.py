@@ -43,18 +43,20 @@ def _ensure_dagster_home() -> Path:
 
 
 def _simulate_params(settings, args: argparse.Namespace | None = None):
-    """Simulation parameters from the profile, with any command-line overrides applied."""
-    from phantom_assets.simulate import SimulationParams
+    """Simulation parameters from the profile's `[simulation]` (every field: the demand world's
+    price test and slope too), with any command-line overrides applied."""
+    import dataclasses
 
-    sim = settings.simulation
+    from phantom_assets.simulate import params_from
+
     overrides = {
         "seed": getattr(args, "seed", None),
         "humans_per_store": getattr(args, "humans", None),
         "agents_per_store": getattr(args, "agents", None),
         "separability": getattr(args, "separability", None),
     }
-    values = {name: getattr(sim, name) if v is None else v for name, v in overrides.items()}
-    return SimulationParams(**values)
+    given = {name: value for name, value in overrides.items() if value is not None}
+    return dataclasses.replace(params_from(settings), **given)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

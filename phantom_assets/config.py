@@ -92,6 +92,10 @@ class SimulationConfig:
             (× its prices); [1.0]: no price test (the demand is then not identified).
         engagement_slope: β of the demo world's valuation μ + β·g(s) + σ·ε; 0: engagement says
             nothing about willingness to pay (`simulate.demand`).
+        agents_search_before_buying: an agent's buy session searches and filters again before it
+            goes to the product its reconnaissance found: its engagement at the quote stays 0,
+            but its behaviour before it is there for the detector to see -- the planted world
+            where a detector finds what engagement cannot (false: it goes straight there).
     """
 
     seed: int = 20251130
@@ -100,6 +104,7 @@ class SimulationConfig:
     separability: float = bounded(1.0, SHARE)
     price_test_arms: tuple[float, ...] = bounded(DEMO_DEMAND.arms, POSITIVE)
     engagement_slope: float = DEMO_DEMAND.beta
+    agents_search_before_buying: bool = False
 
 
 @dataclass(frozen=True)
@@ -355,7 +360,16 @@ class TrainingConfig:
         ablation_lam: λ, the leak charged in the reward of the charged modes.
     """
 
-    tiers: tuple[str, ...] = ("static", "tuned", "surge", "linear", "qtable", "ppo", "dqn")
+    tiers: tuple[str, ...] = (
+        "static",
+        "tuned",
+        "defended",
+        "surge",
+        "linear",
+        "qtable",
+        "ppo",
+        "dqn",
+    )
     timesteps: int = bounded(10_000, COUNT)
     seeds: tuple[int, ...] = (0,)
     device: str = "cpu"
@@ -506,7 +520,7 @@ _STUDY_OVERRIDES: dict[str, dict[str, Any]] = {
         "k_grid": (1, 2, 4, 8, 16),
     },
     "training": {
-        "tiers": ("static", "tuned", "surge", "linear", "qtable", "ppo", "a2c", "dqn"),
+        "tiers": ("static", "tuned", "defended", "surge", "linear", "qtable", "ppo", "a2c", "dqn"),
         "timesteps": 60_000,
         "seeds": (0, 1, 2),
         "envs": 5,

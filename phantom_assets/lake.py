@@ -59,6 +59,7 @@ SENSITIVITY_FILE, SENSITIVITY_MD_FILE = "sensitivity.parquet", "sensitivity.md"
 EROSION_FILE, EROSION_PLOT_FILE = "coi_erosion.parquet", "coi_erosion.png"
 EROSION_METRICS_FILE = "erosion_metrics.parquet"
 ORACLE_FILE, REFERENCE_FILE = "oracle.parquet", "reference.json"
+DEFENDED_FILE = "defended.json"  # the best defended fixed action (null: the grid has none)
 LEDGER_FILE, LEDGER_PLOT_FILE = "ledger.parquet", "ledger.png"
 OBSERVATION_FILE = "observation.parquet"
 

@@ -19,7 +19,7 @@ from phantom_assets.assets.metadata import (
 from phantom_assets.assets.partitions import BY_STORE, GridPartitions, store_policy_keys
 from phantom_assets.assets.resources import ExperimentTrackingResource, StorageResource
 from phantom_assets.config import Settings, TrainingConfig
-from phantom_assets.lake import CURVE_FILE, REFERENCE_FILE
+from phantom_assets.lake import CURVE_FILE, DEFENDED_FILE, REFERENCE_FILE
 from phantom_assets.market import EpisodeLaw, MarketSpec, training_law
 from phantom_assets.market.response import Response
 from phantom_assets.policies import (
@@ -51,6 +51,8 @@ TRAINING_FIELDS = ("timesteps", "ablation_lam", "seeds", "device", "torch_thread
 # The training law's band, law and K values (`market.training_law`).
 LAW_FIELDS = ("train_alpha_radius", "train_law", "alpha_grid", "k_grid")
 RELOAD_CHECK = "saved_policy_reloads_identically"
+# The oracle's file of the best fixed response each tuned tier plays.
+FIXED_RESPONSE_FILES = {"tuned": REFERENCE_FILE, "defended": DEFENDED_FILE}
 # The hyperparameters a run's config sets (tiny networks and rollouts for tests and demos).
 RUN_TIME_HYPERPARAMETERS = (
     "net_arch",
@@ -101,7 +103,7 @@ def _tracked_training(
     seed: int,
     store: str,
     tracking: ExperimentTrackingResource,
-    reference_action: int,
+    fixed_action: int | None,
     law: EpisodeLaw,
 ) -> tuple[TrainedPolicy, str | None]:
     """`train_policy` inside an optional W&B run (config, live metrics, hyperparameters); returns
@@ -130,7 +132,7 @@ def _tracked_training(
             params,
             seed,
             run=run,
-            reference_action=reference_action,
+            fixed_action=fixed_action,
             law=law,
         )
         if run is None:
@@ -150,16 +152,22 @@ def trained_policies(
     training episode runs at an (α, K) drawn from the band around that α (`[agents]
     train_alpha_radius`, `train_law`); one model per training seed, with the learning curves,
     hyperparameters and plateau ratios in `policy.json`. The tuned-static tier plays the store's
-    best undefended response (the oracle's `reference.json`)."""
+    best undefended response (the oracle's `reference.json`), tuned-defended its best defended
+    fixed action (`defended.json`)."""
     store, key = store_policy_keys(context)
     settings = storage.settings()
     spec = MarketSpec.load(settings.lake.market_dir(store))
-    reference = Response.read(settings.lake.oracle_dir(store) / REFERENCE_FILE).action
+    response = FIXED_RESPONSE_FILES.get(key.tier)
+    fixed = (
+        None
+        if response is None
+        else Response.read(settings.lake.oracle_dir(store) / response).action
+    )
     params = config.params(settings.training)
     law = training_law(settings.agents, key.alpha)
     with forward_progress(context):
         tracked = [
-            _tracked_training(key, spec, params, seed, store, experiment_tracking, reference, law)
+            _tracked_training(key, spec, params, seed, store, experiment_tracking, fixed, law)
             for seed in settings.training.seeds
         ]
     trained = [t for t, _ in tracked]

@@ -24,6 +24,7 @@ from phantom_assets.config import Settings
 from phantom_assets.constants import ACTORS, STORES
 from phantom_assets.fingerprint import load_kernel_set, load_score_calibration
 from phantom_assets.lake import (
+    DEFENDED_FILE,
     EROSION_FILE,
     EROSION_METRICS_FILE,
     EROSION_PLOT_FILE,
@@ -38,7 +39,7 @@ from phantom_assets.market import (
     PricingMarketEnv,
     action_box,
     alpha_half_width,
-    best_undefended_response,
+    best_fixed_responses,
     centre_on_optima,
     chain_banks,
     compile_market_spec,
@@ -217,26 +218,29 @@ def market_oracle_asset(context: dg.AssetExecutionContext, storage: StorageResou
     detector win back and what that costs humans, with store-sample intervals on the held-out
     seeds. Also the best undefended response (`reference.json`: the δ = 0 grid action with the
     best stress objective, the tuned-static tier and the gate's baseline; human harm is measured
-    against it), and how well the observed agent shares track α (`observation.parquet`: error vs
+    against it) and the best defended fixed action by the same objective (`defended.json`: the
+    tuned-defended tier, the simplest candidate a defence has), and how well the observed agent
+    shares track α (`observation.parquet`: error vs
     α per (α, K); one-step separation of α ≤ 0.2 from α ≥ 0.5 with K unknown)."""
     store, settings = context.partition_key, storage.settings()
     cfg, agents = settings.evaluation, settings.agents
     folder = settings.lake.oracle_dir(store)
     spec = MarketSpec.load(settings.lake.market_dir(store))
     table = market_oracle(spec, agents.alpha_grid, agents.k_grid, cfg.selection_seeds)
-    response = best_undefended_response(
+    response, defended = best_fixed_responses(
         spec, agents.alpha_grid, agents.stress_radius, spec.nominal_k, cfg.selection_seeds
     )
     report = observed.observation_report(spec, agents.k_grid, cfg.selection_seeds)
     ledger = agent_ledger(
         spec, agents.alpha_grid, agents.k_grid, cfg.selection_seeds, cfg.test_seeds
     )
-    names = (ORACLE_FILE, REFERENCE_FILE, OBSERVATION_FILE, LEDGER_FILE)
+    names = (ORACLE_FILE, REFERENCE_FILE, DEFENDED_FILE, OBSERVATION_FILE, LEDGER_FILE)
     paths = [folder / name for name in names]
     write_parquet_atomic(table, paths[0])
     write_json_atomic(response.to_dict(), paths[1])
-    write_parquet_atomic(report.accuracy, paths[2])
-    write_parquet_atomic(ledger, paths[3])
+    write_json_atomic(None if defended is None else defended.to_dict(), paths[2])
+    write_parquet_atomic(report.accuracy, paths[3])
+    write_parquet_atomic(ledger, paths[4])
     figure = plot_ledger(ledger, spec.nominal_k, store)
     plot = figure_markdown(figure, folder / LEDGER_PLOT_FILE, f"agent ledger ({store})")
     version, artifacts = artifact_version(*paths)
@@ -250,6 +254,7 @@ def market_oracle_asset(context: dg.AssetExecutionContext, storage: StorageResou
             test_seeds=str(list(cfg.test_seeds)),
             best_undefended=str(spec.action_values(response.action)),
             best_undefended_objective=response.objective,
+            best_defended=str(None if defended is None else spec.action_values(defended.action)),
             best_actions=dg.MetadataValue.md(oracle.oracle_markdown(table)),
             ledger=dg.MetadataValue.md(ledger_markdown(ledger, spec.nominal_k)),
             ledger_plot=plot,

@@ -63,7 +63,7 @@ from phantom_assets.market.response import (
     BandProfits,
     Response,
     band_profits,
-    best_undefended_response,
+    best_fixed_responses,
     stress_alphas,
 )
 from phantom_assets.market.sessions import prefix_auc, store_session_banks
@@ -100,7 +100,7 @@ __all__ = [
     "bank_tables",
     "bench_env",
     "best_action",
-    "best_undefended_response",
+    "best_fixed_responses",
     "build_chain_bank",
     "cell_objective",
     "centre_on_optima",

@@ -1,8 +1,10 @@
-"""The best undefended response and the stress band (docs/method.md#oracle).
+"""The best fixed responses and the stress band (docs/method.md#oracle).
 
 The gate's baseline is the best fixed price without a detector: the δ = 0 action with the best
 stress objective -- for each α0 of the grid the worst mean episode profit over its band
-α0 ± r, averaged over α0 -- on the selection seeds, every action on the same draws (CRN).
+α0 ± r, averaged over α0 -- on the selection seeds, every action on the same draws (CRN). The best
+defended fixed action (δ > 0) by the same objective on the same draws is the simplest candidate
+a defence has (the tuned-defended tier).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from phantom_assets.market.columns import Column
 from phantom_assets.market.oracle import check_grid, fixed_action_totals
 from phantom_assets.market.spec import MarketSpec
 
-__all__ = ["BandProfits", "Response", "band_profits", "best_undefended_response", "stress_alphas"]
+__all__ = ["BandProfits", "Response", "band_profits", "best_fixed_responses", "stress_alphas"]
 
 
 def stress_alphas(alpha0: float, radius: float) -> np.ndarray:
@@ -33,11 +35,12 @@ def stress_alphas(alpha0: float, radius: float) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Response:
-    """The best undefended response (the tuned-static tier; docs/method.md#oracle).
+    """A best fixed response (docs/method.md#oracle): undefended (δ = 0, the tuned-static tier
+    and the gate's baseline) or defended (δ > 0, the tuned-defended tier).
 
     Attributes:
-        action: its action index (δ = 0).
-        level, markup: its base level and engagement markup.
+        action: its action index.
+        level, markup, delta: its base level, engagement markup and detector strength δ.
         objective: its stress objective on the seeds (mean over the α grid of the band's worst
             mean episode profit).
         alpha_grid, radius, k, seeds: what it was chosen over.
@@ -46,6 +49,7 @@ class Response:
     action: int
     level: float
     markup: float
+    delta: float
     objective: float
     alpha_grid: tuple[float, ...]
     radius: float
@@ -61,12 +65,14 @@ class Response:
         """The response `to_dict` wrote to `path`; a missing or malformed file fails naming it."""
         try:
             payload = json.loads(Path(path).read_text())
+            if payload is None:
+                raise ValueError("the market's action grid has no action of this kind")
             return cls(
                 **{**payload, **{name: tuple(payload[name]) for name in ("alpha_grid", "seeds")}}
             )
         except (OSError, ValueError, TypeError, KeyError) as error:
             raise ValueError(
-                f"{path}: no best undefended response ({error}); re-materialize market_oracle"
+                f"{path}: no best fixed response ({error}); re-materialize market_oracle"
             ) from error
 
 
@@ -88,11 +94,11 @@ class BandProfits:
         """(actions,) the stress objective: per α0 the band's worst mean profit, averaged."""
         return np.mean([self.mean[:, columns].min(axis=1) for columns in self.bands], axis=0)
 
-    def best(self, spec: MarketSpec, defended: bool) -> int:
+    def best(self, spec: MarketSpec, defended: bool) -> int | None:
         """The action with the best objective among those with δ > 0 (`defended`) or δ = 0 (ties:
-        the lowest action index)."""
+        the lowest action index); None when there is none."""
         pool = [a for a in range(spec.n_actions) if (spec.action_values(a)[2] > 0.0) == defended]
-        return pool[int(np.argmax(self.objective()[pool]))]
+        return pool[int(np.argmax(self.objective()[pool]))] if pool else None
 
 
 def band_profits(
@@ -114,28 +120,37 @@ def band_profits(
     return BandProfits(alphas, mean, tuple(np.searchsorted(alphas, band) for band in bands))
 
 
-def best_undefended_response(
+def best_fixed_responses(
     spec: MarketSpec,
     alpha_grid: Sequence[float],
     radius: float,
     k: int,
     seeds: Sequence[int],
     steps: int | None = None,
-) -> Response:
-    """The δ = 0 action with the best stress objective on `seeds` (`BandProfits.objective`: for
-    each α0 of `alpha_grid` the worst mean episode profit over its stress band α0 ± `radius`,
-    averaged over α0) -- the statistic the gate compares on, so no undefended fixed action does
-    better by it (ties: the lowest action index). Every action is evaluated on the same draws."""
+) -> tuple[Response, Response | None]:
+    """The best undefended (δ = 0) and the best defended (δ > 0; None when the grid has no such
+    action) action by the stress objective
+    on `seeds` (`BandProfits.objective`: for each α0 of `alpha_grid` the worst mean episode profit
+    over its stress band α0 ± `radius`, averaged over α0) -- the statistic the gate compares on,
+    so no fixed action of the same kind does better by it (ties: the lowest action index).
+    Every action is evaluated on the same draws."""
     profits = band_profits(spec, alpha_grid, radius, k, seeds, steps)
-    best = profits.best(spec, defended=False)
-    level, markup, _ = spec.action_values(best)
-    return Response(
-        best,
-        level,
-        markup,
-        float(profits.objective()[best]),
-        tuple(float(a) for a in alpha_grid),
-        float(radius),
-        int(k),
-        tuple(int(s) for s in seeds),
-    )
+    objective = profits.objective()
+
+    def response(defended: bool) -> Response | None:
+        best = profits.best(spec, defended)
+        if best is None:
+            return None
+        return Response(
+            best,
+            *spec.action_values(best),
+            float(objective[best]),
+            tuple(float(a) for a in alpha_grid),
+            float(radius),
+            int(k),
+            tuple(int(s) for s in seeds),
+        )
+
+    undefended = response(defended=False)
+    assert undefended is not None  # the grid always holds the δ = 0 engine
+    return undefended, response(defended=True)

@@ -1,9 +1,10 @@
 """Heuristic tiers on the (base level, markup m, detector δ) action grid.
 
-static: the undefended engine (`MarketSpec.undefended_action`) always. surge: moves the base level
+static: the undefended engine (`MarketSpec.undefended_action`) always. tuned, defended: the best
+undefended and the best defended fixed action on the selection seeds. surge: moves the base level
 by one when demand breadth leaves its running mean, at the middle markup and δ = 0. linear: fits
 purchases and the price paid on the base level from warm-up episodes of random levels (middle
-markup, δ = 0) and plays the profit-optimal level. All three save to a small JSON file and carry
+markup, δ = 0) and plays the profit-optimal level. All save to a small JSON file and carry
 the grid shape, so they act without their spec.
 """
 
@@ -13,7 +14,7 @@ import json
 import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import gymnasium as gym
 import numpy as np
@@ -70,24 +71,30 @@ class StaticPolicy:
         return _write_json(path, {"tier": self.tier, "action": self.action})
 
     @classmethod
-    def load(cls, path: str | Path) -> StaticPolicy:
-        """Read a policy written by `save`."""
-        return cls(action=int(_read_json(path, "static")["action"]))
+    def load(cls, path: str | Path) -> Self:
+        """Read a policy of this class's tier written by `save`."""
+        tier = cls.__dataclass_fields__["tier"].default
+        return cls(action=int(_read_json(path, tier)["action"]))
 
 
 @dataclass
 class TunedStaticPolicy(StaticPolicy):
     """The best undefended response (the tuned-static tier, docs/method.md#policy-tiers): the fixed
     δ = 0 action with the best stress objective on the selection seeds
-    (`market.response.best_undefended_response`) -- the gate's baseline: beating it takes more
+    (`market.response.best_fixed_responses`) -- the gate's baseline: beating it takes more
     than a price increase."""
 
     tier: str = field(default="tuned", init=False)
 
-    @classmethod
-    def load(cls, path: str | Path) -> TunedStaticPolicy:
-        """Read a policy written by `save`."""
-        return cls(action=int(_read_json(path, "tuned")["action"]))
+
+@dataclass
+class TunedDefendedPolicy(StaticPolicy):
+    """The best defended fixed action (the tuned-defended tier, docs/method.md#policy-tiers): the
+    δ > 0 action with the best stress objective on the selection seeds
+    (`market.response.best_fixed_responses`) -- the simplest candidate a defence has, the same
+    fixed action as tuned-static's but for the detector it may use."""
+
+    tier: str = field(default="defended", init=False)
 
 
 @dataclass

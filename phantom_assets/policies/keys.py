@@ -17,13 +17,13 @@ from dataclasses import dataclass
 
 from phantom_assets.lake import alpha_key
 
-HEURISTIC_TIERS: tuple[str, ...] = ("static", "tuned", "surge", "linear")
+HEURISTIC_TIERS: tuple[str, ...] = ("static", "tuned", "defended", "surge", "linear")
 LEARNABLE_TIERS: tuple[str, ...] = ("qtable", "ppo", "a2c", "dqn")
 SB3_TIERS: tuple[str, ...] = ("ppo", "a2c", "dqn")
 TIERS: tuple[str, ...] = HEURISTIC_TIERS + LEARNABLE_TIERS
 HEURISTIC_MODE = "heuristic"
 """The `mode` column value of heuristic tiers, which train in no mode (keys carry none)."""
-ALPHA_FREE_TIERS: tuple[str, ...] = ("static", "tuned", "surge")
+ALPHA_FREE_TIERS: tuple[str, ...] = ("static", "tuned", "defended", "surge")
 """Tiers that learn nothing from the market: one key each, at the first training α."""
 
 

@@ -24,6 +24,7 @@ from phantom_assets.policies.heuristics import (
     LinearPolicy,
     StaticPolicy,
     SurgePolicy,
+    TunedDefendedPolicy,
     TunedStaticPolicy,
     fit_linear_policy,
 )
@@ -42,12 +43,18 @@ logger = logging.getLogger(__name__)
 POLICY_FILENAMES: dict[str, str] = {
     "static": "policy.json",
     "tuned": "policy.json",
+    "defended": "policy.json",
     "surge": "policy.json",
     "linear": "policy.json",
     "qtable": "policy.npz",
     **dict.fromkeys(SB3_POLICIES, "policy.zip"),
 }
 """File name of each tier's saved policy inside its partition folder."""
+TUNED_POLICIES: dict[str, type[StaticPolicy]] = {
+    "tuned": TunedStaticPolicy,
+    "defended": TunedDefendedPolicy,
+}
+"""The tiers that play one best fixed response of the market (undefended, defended)."""
 
 
 def training_env(
@@ -67,7 +74,7 @@ def train_policy(
     params: TrainingParams,
     seed: int,
     run: Any | None = None,
-    reference_action: int | None = None,
+    fixed_action: int | None = None,
     law: EpisodeLaw | None = None,
 ) -> TrainedPolicy:
     """Train (or build) one policy of the grid.
@@ -83,8 +90,9 @@ def train_policy(
         run: optional W&B run (`tracking.wandb_run`) the learnable tiers log to while they train:
             SB3 tiers through `tracking.wandb_callback`, the Q-table per episode through
             `tracking.TrackedEpisodes`. Tracking never changes the trained policy.
-        reference_action: the best undefended response (`market.response.
-            best_undefended_response`): the tuned-static tier plays it (required for it).
+        fixed_action: the action a tuned tier plays (required for them): the best undefended
+            response for tuned-static, the best defended fixed action for tuned-defended
+            (`market.response.best_fixed_responses`).
         law: the (α, K) law of the training episodes of the tiers that learn from the market
             (linear and the learnable tiers); None: every episode at `alpha`, nominal K.
 
@@ -101,14 +109,14 @@ def train_policy(
     if tier == "static":
         policy = StaticPolicy.undefended(spec)
         return TrainedPolicy(policy, hyperparameters={"action": policy.action}, **common)
-    if tier == "tuned":
-        if reference_action is None:
-            raise ValueError("the tuned-static tier plays the best undefended response: pass it")
-        tuned = TunedStaticPolicy(action=int(reference_action))
+    if tier in TUNED_POLICIES:
+        if fixed_action is None:
+            raise ValueError(f"the {tier} tier plays a best fixed response: pass its action")
+        tuned = TUNED_POLICIES[tier](action=int(fixed_action))
         level, markup, delta = spec.action_values(tuned.action)
-        if delta != 0.0:
-            raise ValueError(f"the tuned-static action {tuned.action} has δ = {delta}, not 0")
-        hyper = {"action": tuned.action, "level": level, "markup": markup}
+        if (delta > 0.0) != (tier == "defended"):
+            raise ValueError(f"the {tier} tier's action {tuned.action} has δ = {delta}")
+        hyper = {"action": tuned.action, "level": level, "markup": markup, "delta": delta}
         return TrainedPolicy(tuned, hyperparameters=hyper, **common)
     if tier == "surge":
         surge = SurgePolicy(spec.action_shape, params.surge_threshold, params.surge_memory)
@@ -135,7 +143,7 @@ def load_policy(tier: str, path: str | Path, device: str = "cpu") -> Policy:
     """Load a policy of `tier` saved by its `save` method."""
     loaders = {
         "static": StaticPolicy.load,
-        "tuned": TunedStaticPolicy.load,
+        **{tier: policy.load for tier, policy in TUNED_POLICIES.items()},
         "surge": SurgePolicy.load,
         "linear": LinearPolicy.load,
         "qtable": QTablePolicy.load,

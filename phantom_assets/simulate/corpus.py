@@ -243,7 +243,9 @@ def _simulate_store(
         params.humans_per_store, params.agents_per_store, weights, params.separability, rng
     )
     world = params.demand
-    plan = plan_sessions(layout, tasks, utility, affordable, world, rng)
+    plan = plan_sessions(
+        layout, tasks, utility, affordable, world, rng, params.agents_search_before_buying
+    )
     em, plan = _run_with_principals(layout, plan, world, rng)
     offset, gap = event_offsets_ms(em.session, em.event, layout, rng)
     last = np.flatnonzero(np.r_[em.session[1:] != em.session[:-1], True])

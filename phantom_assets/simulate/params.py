@@ -29,6 +29,8 @@ class SimulationParams:
         stores: Stores to simulate (subset of `constants.STORES`).
         start: UTC start date; experiments start within two weeks after it.
         demand: The stores' demand, storefront markup and price test (`simulate.demand`).
+        agents_search_before_buying: An agent's buy session searches and filters before it goes
+            to the product it found (else it goes straight there).
     """
 
     seed: int
@@ -38,6 +40,7 @@ class SimulationParams:
     stores: tuple[str, ...] = STORES
     start: datetime = DEFAULT_START
     demand: DemandWorld = DEMO_DEMAND
+    agents_search_before_buying: bool = False
 
     def __post_init__(self) -> None:
         """Validate the parameters.
@@ -89,7 +92,8 @@ def params_from(settings_like: Any) -> SimulationParams:
 
     Args:
         settings_like: A `SimulationParams` (returned as is), anything with the fields seed,
-            humans_per_store, agents_per_store, separability, price_test_arms, engagement_slope
+            humans_per_store, agents_per_store, separability, price_test_arms, engagement_slope,
+            agents_search_before_buying
             (a `SimulationConfig`), or anything with such a `.simulation` attribute (a
             `Settings`).
 
@@ -105,6 +109,7 @@ def params_from(settings_like: Any) -> SimulationParams:
             humans_per_store=config.humans_per_store,
             agents_per_store=config.agents_per_store,
             separability=float(config.separability),
+            agents_search_before_buying=bool(config.agents_search_before_buying),
             demand=dataclasses.replace(
                 DEMO_DEMAND,
                 arms=tuple(float(a) for a in config.price_test_arms),

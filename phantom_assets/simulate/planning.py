@@ -34,12 +34,14 @@ def plan_sessions(
     affordable: np.ndarray,
     world: DemandWorld,
     rng: np.random.Generator,
+    agents_search_before_buying: bool = False,
 ) -> SessionPlan:
     """Draw the initial state of every session of a layout.
 
     Reconnaissance sessions of one agent examine consecutive, disjoint slices of one systematic
     (utility-ordered) product order and never buy; the buy session goes straight to the best
-    affordable product. Human-like sessions examine products in a noisy order of their own, as
+    affordable product (`agents_search_before_buying`: after searching and filtering as its
+    reconnaissance did). Human-like sessions examine products in a noisy order of their own, as
     many as their subject's need makes them compare, and decide at the item they settle on.
     Valuations follow `world` (`simulate.demand`): a human session's is drawn at its decision
     from the engagement it reached; an agent session's is its principal's, filled in by the
@@ -52,6 +54,8 @@ def plan_sessions(
         affordable: (n_tasks, P) budget fit.
         world: The store's demand, storefront markup and price test.
         rng: Source of randomness.
+        agents_search_before_buying: The planted world of an agent whose behaviour before an
+            unengaged quote shows (`SimulationConfig.agents_search_before_buying`).
 
     Returns:
         The session plan for `behaviour.run_sessions`.
@@ -84,7 +88,7 @@ def plan_sessions(
         compare,
     )
     filters_mean = layout.param("filters_mean") * np.where(role == SECOND, 0.5, 1.0)
-    filters = np.where(role == BUY, 0, rng.poisson(filters_mean))
+    filters = np.where((role == BUY) & ~agents_search_before_buying, 0, rng.poisson(filters_mean))
     patience = np.exp(
         np.log(layout.param("patience_median")) + PATIENCE_SIGMA * rng.standard_normal(n_s)
     )

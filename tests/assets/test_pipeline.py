@@ -22,7 +22,7 @@ from phantom_assets.audit import failed_blocking_checks
 from phantom_assets.config import Settings
 from phantom_assets.simulate import simulate_to_incoming
 from tests.built_pipeline import BuiltPipeline
-from tests.pipeline_helpers import demo_definitions, simulation_params
+from tests.pipeline_helpers import demo_definitions
 
 T0 = 1_732_960_800_000  # 2024-11-30T10:00:00Z in epoch ms
 
@@ -55,7 +55,7 @@ ALL_BAD_ROWS = (
 
 @pytest.fixture
 def simulated(settings: Settings) -> Settings:
-    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
+    simulate_to_incoming(settings, settings.incoming_dir)
     return settings
 
 
@@ -199,7 +199,7 @@ def test_a_file_of_a_foreign_store_only_loads_as_an_empty_batch_naming_the_store
 def test_a_truncated_parquet_fails_its_batch_with_a_message_naming_the_file(
     settings: Settings, tmp_path: Path
 ):
-    written = simulate_to_incoming(simulation_params(settings), tmp_path / "sim")
+    written = simulate_to_incoming(settings, tmp_path / "sim")
     parquet = next(p for p in written if p.suffix == ".parquet").read_bytes()
     truncated = settings.incoming_dir / "truncated.parquet"
     truncated.parent.mkdir(parents=True)

@@ -13,7 +13,7 @@ from orchestration.runner import run_pipeline
 from phantom_assets.config import SimulationConfig
 from phantom_assets.fingerprint import AUC_CI_METHOD, P_METHOD
 from phantom_assets.simulate import simulate_to_incoming
-from tests.pipeline_helpers import simulation_params, tiny_settings
+from tests.pipeline_helpers import tiny_settings
 
 
 def _reports(tmp_path_factory: pytest.TempPathFactory, separability: float) -> dict[str, dict]:
@@ -27,7 +27,7 @@ def _reports(tmp_path_factory: pytest.TempPathFactory, separability: float) -> d
             settings.fingerprint, bootstrap_draws=500, permutation_draws=200
         ),
     )
-    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
+    simulate_to_incoming(settings, settings.incoming_dir)
     with dg.instance_for_test() as instance:
         report = run_pipeline(settings, instance, "*separability_report")
     assert not report.failed

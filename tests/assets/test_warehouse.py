@@ -14,13 +14,12 @@ from phantom_assets.assets.dbt import build_warehouse_assets
 from phantom_assets.assets.partitions import build_partitions
 from phantom_assets.config import Settings
 from phantom_assets.simulate import simulate_to_incoming
-from tests.pipeline_helpers import simulation_params
 
 OPEN_FOR_WRITING = "import duckdb, sys; duckdb.connect(sys.argv[1]).execute('select 1')"
 
 
 def test_warehouse_models_report_row_counts_and_schemas_then_release_the_file(settings: Settings):
-    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
+    simulate_to_incoming(settings, settings.incoming_dir)
     resources = build_resources(settings)
     models = build_warehouse_assets(settings, build_partitions(settings))
     with dg.instance_for_test() as instance:

@@ -49,15 +49,15 @@ def test_certification_report_pairs_held_out_episode_seeds_only(built_pipeline: 
             (data / f"lake/certification_report/store={store}/report.json").read_text()
         )
         assert set(GATE_CONTRACT_KEYS) | {"certified", "reasons"} <= set(report)
-        assert report["n_pairs"] == len(report["test_seeds"]) == 3  # TINY_CONFIG test_episodes
+        assert report["n_pairs"] == len(report["test_seeds"]) == 24  # TINY_CONFIG test_episodes
         assert set(report["selection_seeds"]).isdisjoint(report["test_seeds"])
-        assert [c["n"] for c in report["gate"]["comparisons"]] == [3, 3, 3]
+        assert [c["n"] for c in report["gate"]["comparisons"]] == [24, 24, 24]
         # What is certified is detection: against the best undefended response, not the engine.
         assert report["baseline"].startswith("tuned-")
         assert report["gate"]["static"].startswith("static-")
-        # 3 held-out seeds are fewer than the gate's tests are calibrated for: never certified.
-        assert not report["certified"]
-        assert any("held-out seeds < 24" in reason for reason in report["reasons"])
+        # As many held-out seeds as the gate's tests are calibrated for: what decides is the
+        # evidence, never the seed count.
+        assert not any("held-out seeds <" in reason for reason in report["reasons"])
 
 
 def test_no_number_in_the_certificate_compares_two_policies_at_different_alphas(

@@ -19,7 +19,6 @@ from phantom_assets.simulate import simulate_to_incoming
 from phantom_assets.simulate.corpus import simulate_events
 from phantom_assets.simulate.exports import write_exports
 from phantom_assets.simulate.params import SimulatedCorpus, params_from
-from tests.pipeline_helpers import simulation_params
 
 pytestmark = pytest.mark.integration
 
@@ -57,7 +56,7 @@ def _store(key: str | None) -> str | None:
 
 def _hotel_only_export(settings: Settings, seed: int) -> None:
     """A new export that holds hotel sessions only (another seed: new content)."""
-    corpus = simulate_events(replace(params_from(simulation_params(settings)), seed=seed))
+    corpus = simulate_events(replace(params_from(settings), seed=seed))
     events = corpus.events.filter(pl.col("store") == "hotel")
     experiments = corpus.experiments.filter(
         pl.col("experimentId").is_in(events["experiment_id"].unique().implode())
@@ -126,7 +125,7 @@ def _same_partitioning(graph, keys):
 
 
 def test_a_new_export_for_one_store_reruns_nothing_of_the_other_store(settings: Settings):
-    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
+    simulate_to_incoming(settings, settings.incoming_dir)
     defs = build_definitions(settings)
     now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
     with dg.instance_for_test() as instance:

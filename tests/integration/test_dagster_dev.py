@@ -26,7 +26,6 @@ from phantom_assets.simulate import simulate_to_incoming
 from tests.pipeline_helpers import (
     REPO_ROOT,
     TINY_SIMULATION,
-    simulation_params,
     skip_or_fail_without,
 )
 
@@ -47,7 +46,7 @@ def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
     home = tmp_path / "dagster_home"
     home.mkdir()
     shutil.copyfile(REPO_ROOT / "orchestration" / "dagster.yaml", home / "dagster.yaml")
-    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
+    simulate_to_incoming(settings, settings.incoming_dir)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         keys, _ = register_batches(settings, instance)
     port = free_port()

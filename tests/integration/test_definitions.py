@@ -98,10 +98,10 @@ def test_the_study_profile_gets_the_research_partition_grids():
     grids = build_partitions(load_settings("study"))
     alphas = grids.store_alpha.get_partitions_def_for_dimension("alpha")
     policies = grids.store_policy.get_partitions_def_for_dimension("policy")
-    # 11 α values; static, tuned-static and surge once, linear per training α, 4 RL tiers × 2
-    # modes × 5 training α, and the ablation tier's two charged modes × 5 training α.
+    # 11 α values; static, tuned-static, tuned-defended and surge once, linear per training α, 4
+    # RL tiers × 2 modes × 5 training α, and the ablation tier's two charged modes × 5 training α.
     assert len(alphas.get_partition_keys()) == 11
-    assert len(policies.get_partition_keys()) == 3 + 5 + 4 * 2 * 5 + 2 * 5
+    assert len(policies.get_partition_keys()) == 4 + 5 + 4 * 2 * 5 + 2 * 5
 
 
 def test_the_jobs_are_the_stages_phantom_run_executes():

@@ -33,7 +33,7 @@ from phantom_assets.evaluation import (
     regret_table,
 )
 from phantom_assets.market import demo_spec, market_oracle, training_law
-from phantom_assets.market.response import best_undefended_response
+from phantom_assets.market.response import best_fixed_responses
 from phantom_assets.policies import (
     LEARNABLE_TIERS,
     StaticPolicy,
@@ -118,11 +118,11 @@ def held_out(market, oracle_table):
     """Tuned-static (the best undefended response on the selection seeds) and the Q-table
     trained on the band, on the held-out seeds: (regret, adaptivity, gain over tuned-static)."""
     agents, cfg = SETTINGS.agents, SETTINGS.evaluation
-    tuned = best_undefended_response(
+    tuned, _ = best_fixed_responses(
         market, ALPHAS, agents.stress_radius, market.nominal_k, cfg.selection_seeds
-    ).action
+    )
     policies = {
-        "tuned": TunedStaticPolicy(tuned),
+        "tuned": TunedStaticPolicy(tuned.action),
         "qtable": _trained("qtable", market, SETTINGS.training.timesteps),
     }
     rows, traces = [], []

@@ -21,7 +21,7 @@ from phantom_assets.config import Settings
 from phantom_assets.schema import parse_batch
 from phantom_assets.simulate import simulate_to_incoming
 from tests.built_pipeline import BuiltPipeline
-from tests.pipeline_helpers import REPO_ROOT, simulation_params
+from tests.pipeline_helpers import REPO_ROOT
 
 pytestmark = pytest.mark.integration
 
@@ -175,7 +175,7 @@ def _with_store(source: Path, target: Path, stores: list[str]) -> Path:
 
 @pytest.fixture
 def export(settings: Settings, tmp_path: Path) -> Path:
-    written = simulate_to_incoming(simulation_params(settings), tmp_path / "sim")
+    written = simulate_to_incoming(settings, tmp_path / "sim")
     return next(p for p in written if p.suffix == ".csv")
 
 

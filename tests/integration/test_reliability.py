@@ -19,7 +19,7 @@ from orchestration.runner import run_pipeline
 from phantom_assets.config import Settings
 from phantom_assets.simulate import simulate_to_incoming
 from tests.integration.fake_hub import FakeHub
-from tests.pipeline_helpers import REPO_ROOT, simulation_params
+from tests.pipeline_helpers import REPO_ROOT
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +34,7 @@ def test_two_runs_touching_the_warehouse_at_once_both_succeed(settings: Settings
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text((REPO_ROOT / "orchestration" / "dagster.yaml").read_text())
-    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
+    simulate_to_incoming(settings, settings.incoming_dir)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         ingest = run_pipeline(settings, instance, "raw_events")
     assert not ingest.failed
@@ -96,7 +96,7 @@ def test_publishing_commits_once_privately_and_the_token_reaches_no_log_metadata
     settings: Settings, hub: FakeHub
 ):
     """Session data (user agents, session ids) must land in a private repo by default."""
-    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
+    simulate_to_incoming(settings, settings.incoming_dir)
     resources = {
         **build_resources(settings),
         "hub": HubResource(repo_id="lab/sessions", token=TOKEN, endpoint=hub.url),

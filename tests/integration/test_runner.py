@@ -16,7 +16,7 @@ from orchestration.recovery import HOST_TAG, PID_TAG
 from orchestration.runner import STAGE_TAG, Status, run_pipeline
 from phantom_assets.config import Settings
 from phantom_assets.simulate import simulate_to_incoming
-from tests.pipeline_helpers import REPO_ROOT, TINY_CONFIG, simulation_params
+from tests.pipeline_helpers import REPO_ROOT, TINY_CONFIG
 
 pytestmark = pytest.mark.integration
 
@@ -111,7 +111,7 @@ def test_a_selection_whose_upstream_was_never_built_names_it_and_the_star_syntax
 def test_two_worker_processes_run_in_parallel_and_tool_output_goes_to_the_run_log(
     settings: Settings, tmp_path: Path
 ):
-    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
+    simulate_to_incoming(settings, settings.incoming_dir)
     lines: list[str] = []
     with dg.DagsterInstance.from_config(str(_home(tmp_path))) as instance:
         report = run_pipeline(
@@ -133,7 +133,7 @@ def test_two_worker_processes_run_in_parallel_and_tool_output_goes_to_the_run_lo
 @pytest.mark.slow
 def test_a_killed_run_is_recovered_and_the_next_run_completes(settings: Settings, tmp_path: Path):
     home = _home(tmp_path)
-    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
+    simulate_to_incoming(settings, settings.incoming_dir)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         assert not run_pipeline(settings, instance, "raw_events").failed
     command = [PHANTOM, "run", "--select", "group:warehouse", "--workers", "1"]
@@ -174,7 +174,7 @@ def test_a_killed_run_is_recovered_and_the_next_run_completes(settings: Settings
 @pytest.mark.slow  # a process-level test (18 s): `make test-all` (CI)
 def test_sigterm_ends_a_run_waiting_for_the_pool_within_seconds(settings: Settings, tmp_path: Path):
     home = _home(tmp_path)
-    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
+    simulate_to_incoming(settings, settings.incoming_dir)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         assert not run_pipeline(settings, instance, "raw_events").failed
         # A live run of another process holds the only `duckdb` slot.

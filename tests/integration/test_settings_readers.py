@@ -32,7 +32,7 @@ ALTERNATIVES: dict[str, Any] = {
     "device": "cuda",
     "ablation_tier": "ppo",
     "sensitivity_agent_valuations": ("agent_fit",),
-    "tiers": ("static", "tuned", "surge", "linear", "qtable", "dqn"),
+    "tiers": ("static", "tuned", "defended", "surge", "linear", "qtable", "dqn"),
 }
 
 EXPECTED_READERS: dict[str, tuple[str, ...]] = {
@@ -42,6 +42,7 @@ EXPECTED_READERS: dict[str, tuple[str, ...]] = {
     "simulation.separability": (),
     "simulation.price_test_arms": (),
     "simulation.engagement_slope": (),
+    "simulation.agents_search_before_buying": (),
     "agents.alpha_grid": (
         "benchmark_curves",
         "coi_erosion",

@@ -19,7 +19,7 @@ from orchestration.runner import run_pipeline
 from orchestration.scale_out.deployment import child_env, free_port
 from phantom_assets.config import Settings
 from phantom_assets.simulate import simulate_to_incoming
-from tests.pipeline_helpers import REPO_ROOT, simulation_params
+from tests.pipeline_helpers import REPO_ROOT
 
 # `make ui` with a live `dagster dev`: a UI deployment test, run by `make test-all` and CI.
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -95,7 +95,7 @@ def test_sigterm_to_make_ui_ends_every_process_within_10_seconds_even_with_a_run
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text((REPO_ROOT / "orchestration" / "dagster.yaml").read_text())
-    simulate_to_incoming(simulation_params(settings), settings.incoming_dir)
+    simulate_to_incoming(settings, settings.incoming_dir)
     with dg.DagsterInstance.from_config(str(home)) as instance:  # raw_events for dbt to read
         assert not run_pipeline(settings, instance, "raw_events").failed
     port = free_port()

@@ -1,7 +1,9 @@
-"""The agent ledger on planted worlds (docs/method.md#the-agent-ledger): where valuation does not
-depend on engagement, engagement pricing and detection are worth nothing and nothing certifies;
-where it does and agents are a separable, unengaged class, a perfect detector wins back what the
-ledger says -- and every row keeps the contract."""
+"""The agent ledger and the fixed-action gate on planted worlds (docs/method.md#the-agent-ledger):
+where valuation does not depend on engagement, engagement pricing and detection are worth nothing
+and nothing certifies; where it does and agents are a separable, unengaged class, a perfect
+detector wins back what the ledger says; where only a detector can find the agents, the gate
+certifies the best defended fixed action -- and not once the agents' scores are the humans' --
+and every row keeps the contract."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from phantom_assets.market.ledger import (
 
 SELECTION, HELD_OUT = tuple(range(8)), tuple(range(100, 124))
 K = 4
+GATE_DESIGN = SensitivityDesign((0.0, 0.5, 1.0), 0.2, K, SELECTION, HELD_OUT, 0.02)
 
 
 @functools.cache
@@ -57,6 +60,21 @@ def strong_world() -> MarketSpec:
 
 
 @functools.cache
+def detectable_world() -> MarketSpec:
+    """Agents that reach the quote as engaged as humans (engagement cannot find them) but browse
+    unlike them (the detector flags every agent session and 2% of humans' sessions), and
+    valuations tight around their engagement's (σ = 0.05)."""
+    spec = base()
+    rng = np.random.default_rng(0)
+    return dataclasses.replace(
+        spec,
+        sigma_human=0.05,
+        agent_engagement=rng.choice(spec.human_engagement, spec.agent_engagement.size),
+        agent_score=np.full(spec.agent_score.size, 0.999),
+    )
+
+
+@functools.cache
 def ledger(world: str) -> pl.DataFrame:
     spec = {"flat": flat_world, "strong": strong_world}[world]()
     return agent_ledger(spec, [0.0, 0.5], [K], SELECTION, HELD_OUT)
@@ -78,8 +96,25 @@ def test_without_an_engagement_slope_personalization_and_detection_are_worth_not
 
 
 def test_without_an_engagement_slope_the_fixed_action_gate_certifies_nothing():
-    design = SensitivityDesign((0.0, 0.5, 1.0), 0.2, K, SELECTION, HELD_OUT, 0.02)
-    assert not sensitivity_point(flat_world(), design, np.random.default_rng(0))["certified"]
+    assert not sensitivity_point(flat_world(), GATE_DESIGN, np.random.default_rng(0))["certified"]
+
+
+def test_where_only_a_detector_finds_agents_the_fixed_action_gate_certifies_the_defence():
+    point = sensitivity_point(detectable_world(), GATE_DESIGN, np.random.default_rng(0))
+    assert point["certified"], point
+    assert point["profit_advantage"] > 0 and point["detector_value"] > 0
+    assert max(point["p_profit"], point["p_detector"], point["p_harm"]) <= 0.025
+
+
+def test_the_same_world_with_agents_scored_like_humans_certifies_nothing():
+    # The class-blind twin: the agents' scores drawn from the humans', so a flag says nothing
+    # about the class and only engagement is left.
+    world = detectable_world()
+    blind = np.random.default_rng(1).choice(world.human_score, world.agent_score.size)
+    point = sensitivity_point(
+        dataclasses.replace(world, agent_score=blind), GATE_DESIGN, np.random.default_rng(0)
+    )
+    assert not point["certified"], point
 
 
 def test_with_a_steep_slope_and_unengaged_agents_a_perfect_detector_wins_back_money():

@@ -11,6 +11,8 @@ from phantom_assets.policies import (
     LinearPolicy,
     StaticPolicy,
     SurgePolicy,
+    TunedDefendedPolicy,
+    TunedStaticPolicy,
     demand_breadth,
     fit_line,
     load_policy,
@@ -99,6 +101,8 @@ def test_linear_plays_the_profit_optimal_level_of_its_own_fit(spec, tiny):
     ("tier", "policy"),
     [
         ("static", StaticPolicy(21)),
+        ("tuned", TunedStaticPolicy(4)),
+        ("defended", TunedDefendedPolicy(25)),
         ("surge", SurgePolicy(GRID, 0.1, 0.5)),
         ("linear", LinearPolicy(GRID, 2, (12.5, -3.0), (10.0, 90.0))),
     ],
@@ -114,6 +118,8 @@ def test_loading_a_file_of_another_tier_fails(tmp_path):
     path = StaticPolicy(3).save(tmp_path / "policy.json")
     with pytest.raises(ValueError, match="static"):
         LinearPolicy.load(path)
+    with pytest.raises(ValueError, match="holds a 'static' policy, not 'defended'"):
+        TunedDefendedPolicy.load(path)
 
 
 def test_linear_policy_rejects_a_level_off_the_grid():

@@ -87,9 +87,16 @@ def test_mode_market_rejects_an_unknown_mode():
 
 def test_policy_keys_cover_the_grid_without_duplicating_alpha_free_heuristics():
     keys = policy_keys(TIERS, (0.0, 0.5))
-    assert keys[:5] == ["static-a000", "tuned-a000", "surge-a000", "linear-a000", "linear-a050"]
+    assert keys[:6] == [
+        "static-a000",
+        "tuned-a000",
+        "defended-a000",
+        "surge-a000",
+        "linear-a000",
+        "linear-a050",
+    ]
     assert "ppo-robust-a050" in keys and "ppo-baseline-a000" in keys
-    assert len(keys) == 1 + 1 + 1 + 2 + 4 * 2 * 2
+    assert len(keys) == 1 + 1 + 1 + 1 + 2 + 4 * 2 * 2
     assert not any(parse_policy_key(k).mode in ABLATION_MODES for k in keys)
 
 

@@ -36,8 +36,8 @@ def weights(policy: Policy) -> dict[str, np.ndarray]:
 
 @pytest.mark.parametrize(("tier", "mode"), GRID)
 def test_every_tier_trains_saves_and_loads_to_the_same_actions(tmp_path, spec, tiny, tier, mode):
-    reference = spec.action_index(3, 1, 0) if tier == "tuned" else None
-    trained = train_policy(tier, mode, spec, 0.3, tiny, seed=3, reference_action=reference)
+    fixed = {"tuned": spec.action_index(3, 1, 0), "defended": spec.action_index(3, 1, 1)}
+    trained = train_policy(tier, mode, spec, 0.3, tiny, seed=3, fixed_action=fixed.get(tier))
     assert isinstance(trained.policy, Policy)
     assert (trained.tier, trained.mode, trained.seed) == (tier, mode or HEURISTIC_MODE, 3)
     assert trained.key.startswith(tier) and trained.key.endswith("a030")
@@ -181,16 +181,20 @@ def test_a_curve_has_plateaued_when_its_ratio_is_within_two_percent_of_one(ratio
     assert has_plateaued(ratio) is flat
 
 
-def test_the_tuned_static_tier_plays_the_given_undefended_response_and_nothing_else(spec, tiny):
-    reference = spec.action_index(4, 2, 0)
-    trained = train_policy("tuned", None, spec, 0.5, tiny, seed=0, reference_action=reference)
-    assert trained.policy.act(probe_observations(spec, 0.5, 1)[0]) == reference
-    assert trained.hyperparameters["action"] == reference
-    with pytest.raises(ValueError, match="pass it"):
-        train_policy("tuned", None, spec, 0.5, tiny, seed=0)
-    with pytest.raises(ValueError, match="not 0"):
+@pytest.mark.parametrize(("tier", "delta", "other"), [("tuned", 0, 1), ("defended", 2, 0)])
+def test_a_tuned_tier_plays_the_given_fixed_response_of_its_kind_and_nothing_else(
+    spec, tiny, tier, delta, other
+):
+    fixed = spec.action_index(4, 2, delta)
+    trained = train_policy(tier, None, spec, 0.5, tiny, seed=0, fixed_action=fixed)
+    assert trained.policy.act(probe_observations(spec, 0.5, 1)[0]) == fixed
+    assert trained.hyperparameters["action"] == fixed
+    assert trained.hyperparameters["delta"] == spec.action_values(fixed)[2]
+    with pytest.raises(ValueError, match="pass its action"):
+        train_policy(tier, None, spec, 0.5, tiny, seed=0)
+    with pytest.raises(ValueError, match=f"the {tier} tier's action .* has δ"):
         train_policy(
-            "tuned", None, spec, 0.5, tiny, seed=0, reference_action=spec.action_index(4, 2, 1)
+            tier, None, spec, 0.5, tiny, seed=0, fixed_action=spec.action_index(4, 2, other)
         )
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from phantom_assets.constants import STORES
+from phantom_assets.constants import FILTER_EVENTS, STORES
 from phantom_assets.simulate import SimulationParams, simulate_events
 from phantom_assets.simulate.demand import DEMO_DEMAND, world_value
 
@@ -75,3 +75,25 @@ def test_agents_principals_value_like_humans_but_agents_engage_little():
     human_mean = float(np.mean(DEMO_DEMAND.mu + DEMO_DEMAND.beta * g(engaged)))
     assert agents["valuation"].mean() == pytest.approx(human_mean, abs=0.03)
     assert agents["engagement"].mean() < 0.5 < humans["engagement"].mean()
+
+
+@pytest.mark.parametrize("search", [False, True])
+def test_an_agent_that_searches_before_buying_shows_itself_but_not_its_engagement(search):
+    # The planted world of `agents_search_before_buying`: the buy session is as unengaged at its
+    # quote as ever, but its searches and filters come before the quote for a detector to see.
+    params = SimulationParams(
+        seed=3, humans_per_store=60, agents_per_store=30, agents_search_before_buying=search
+    )
+    corpus = simulate_events(params)
+    buys = corpus.decisions.filter(pl.col("actor") == "agent", pl.col("decides"))
+    assert buys.height == 2 * 30 and (buys["engagement"] == 0).all()
+    filtering = (
+        corpus.events.filter(
+            pl.col("session_id").is_in(buys["session_id"].implode()),
+            pl.col("event").is_in(FILTER_EVENTS),
+        )
+        .select("session_id")
+        .unique()
+        .height
+    )
+    assert (filtering > 0.8 * buys.height) if search else filtering == 0

@@ -61,3 +61,20 @@ def test_blend_is_human_at_zero_agent_at_one_and_between_in_the_middle() -> None
 def test_blend_rejects_separability_outside_unit_interval(bad: float) -> None:
     with pytest.raises(ValueError, match="separability"):
         blend(bad)
+
+
+def test_phantom_simulate_uses_every_simulation_setting_and_its_command_line_overrides():
+    # Why: the command once built its parameters from four fields, so the price test, the slope
+    # and the planted worlds of `[simulation]` were silently the demo world's.
+    import argparse
+
+    from orchestration.cli import _simulate_params
+
+    config = SimulationConfig(
+        seed=5, price_test_arms=(1.0,), engagement_slope=0.0, agents_search_before_buying=True
+    )
+    args = argparse.Namespace(seed=9, humans=None, agents=None, separability=None)
+    params = _simulate_params(Settings(simulation=config), args)
+    assert (params.seed, params.humans_per_store) == (9, config.humans_per_store)
+    assert params.demand.arms == (1.0,) and params.demand.beta == 0.0
+    assert params.agents_search_before_buying

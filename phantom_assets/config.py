@@ -15,7 +15,7 @@ import tomllib
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from phantom_assets.constants import (
     DEFAULT_FOLDS,
@@ -24,6 +24,7 @@ from phantom_assets.constants import (
     GATE_REFERENCE_TIERS,
 )
 from phantom_assets.lake import Lake
+from phantom_assets.reads import not_recorded, record_setting_read
 from phantom_assets.simulate.demand import DEMO_DEMAND
 
 PROFILES = ("demo", "study")
@@ -76,8 +77,31 @@ def bounds_of(section: type, name: str) -> Bounds:
     return found.metadata.get(BOUNDS_KEY, NONNEGATIVE)
 
 
+class SettingsSection:
+    """Base of the settings sections: reading one of a section's fields reports `section.field`
+    to `reads` (recorded only while an asset's body runs), so what an asset reads can be held
+    against what its code version hashes."""
+
+    SECTION: ClassVar[str] = ""
+    UNRECORDED: ClassVar[frozenset[str]] = frozenset()
+    """Fields that are not logic (where the data lives, the profile's name)."""
+
+    def __init_subclass__(cls, section: str = "", **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.SECTION = section
+
+    def __getattribute__(self, name: str) -> Any:
+        cls = type(self)
+        if name in cls.__dataclass_fields__ and name not in cls.UNRECORDED:  # type: ignore[attr-defined]
+            value = object.__getattribute__(self, name)
+            if not isinstance(value, SettingsSection):  # a section's own fields report themselves
+                record_setting_read(f"{cls.SECTION}.{name}" if cls.SECTION else name)
+            return value
+        return object.__getattribute__(self, name)
+
+
 @dataclass(frozen=True)
-class SimulationConfig:
+class SimulationConfig(SettingsSection, section="simulation"):
     """Knobs of `phantom simulate` (the storefront session simulator).
 
     Attributes:
@@ -108,7 +132,7 @@ class SimulationConfig:
 
 
 @dataclass(frozen=True)
-class FingerprintConfig:
+class FingerprintConfig(SettingsSection, section="fingerprint"):
     """Transition kernels, divergence scores and the separability report
     (docs/method.md#transition-kernels).
 
@@ -138,7 +162,7 @@ class FingerprintConfig:
 
 
 @dataclass(frozen=True)
-class AgentsConfig:
+class AgentsConfig(SettingsSection, section="agents"):
     """Agent traffic: the share α of shoppers who send an LLM agent, and the clean sessions K each
     agent reconnoitres in. The one home of every α and K grid of the pipeline.
 
@@ -205,7 +229,7 @@ class AgentsConfig:
 
 
 @dataclass(frozen=True)
-class ContaminationConfig:
+class ContaminationConfig(SettingsSection, section="contamination"):
     """Generator G(α) (docs/method.md#contamination-generator); its α grid is
     `AgentsConfig.alpha_grid`.
 
@@ -220,7 +244,7 @@ class ContaminationConfig:
 
 
 @dataclass(frozen=True)
-class MarketConfig:
+class MarketConfig(SettingsSection, section="market"):
     """The simulated market compiled per store (docs/method.md#the-market): session-based quoting,
     agents that reconnoitre in K sessions, detector-aware quoting, robustness over (α, K) (the K
     and α sets are `AgentsConfig`'s).
@@ -338,7 +362,7 @@ class MarketConfig:
 
 
 @dataclass(frozen=True)
-class TrainingConfig:
+class TrainingConfig(SettingsSection, section="training"):
     """Policy tiers and budgets (docs/method.md#policy-tiers).
 
     The ablation tier also trains in the two charged modes (λ = `ablation_lam`, with and without
@@ -390,7 +414,7 @@ class TrainingConfig:
 
 
 @dataclass(frozen=True)
-class EvaluationConfig:
+class EvaluationConfig(SettingsSection, section="evaluation"):
     """Evaluation protocol (docs/method.md#evaluation-protocol) and the gate's disjoint seed sets
     (docs/method.md#certification); its α and K grids and stress band are `AgentsConfig`'s.
 
@@ -441,7 +465,7 @@ class EvaluationConfig:
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(SettingsSection):
     """Everything a PHANTOM run is parameterised by. Frozen; `config_hash` identifies it.
 
     Attributes:
@@ -457,6 +481,8 @@ class Settings:
         training: `[training]`: policy tiers and training budgets.
         evaluation: `[evaluation]`: the evaluation protocol and the certification gate.
     """
+
+    UNRECORDED: ClassVar[frozenset[str]] = frozenset({"profile", "data_dir"})
 
     profile: str = DEFAULT_PROFILE
     data_dir: Path = DEFAULT_DATA_DIR
@@ -642,6 +668,7 @@ def load_settings(
 
 
 def settings_from_dict(values: dict[str, Any]) -> Settings:
-    """Inverse of `Settings.as_dict` (validated like a config file)."""
+    """Inverse of `Settings.as_dict` (validated like a config file; not a read of the settings)."""
     values = dict(values)
-    return _apply(Settings(profile=values.pop("profile", DEFAULT_PROFILE)), values)
+    with not_recorded():
+        return _apply(Settings(profile=values.pop("profile", DEFAULT_PROFILE)), values)

@@ -106,10 +106,11 @@ class Lake:
         return partition_dir(self.root, "raw_events_quarantine", batch=batch) / QUARANTINE_FILE
 
     def all_events(self) -> list[Path]:
-        return sorted((self.root / "raw_events").glob(f"batch=*/{EVENTS_FILE}"))
+        return sorted(partition_dir(self.root, "raw_events").glob(f"batch=*/{EVENTS_FILE}"))
 
     def all_quarantine(self) -> list[Path]:
-        return sorted((self.root / "raw_events_quarantine").glob(f"batch=*/{QUARANTINE_FILE}"))
+        folder = partition_dir(self.root, "raw_events_quarantine")
+        return sorted(folder.glob(f"batch=*/{QUARANTINE_FILE}"))
 
     # --- warehouse ----------------------------------------------------------------------------
     def store_warehouse(self, store: str) -> Path:

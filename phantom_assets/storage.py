@@ -17,11 +17,14 @@ from typing import Any, BinaryIO
 
 import polars as pl
 
+from phantom_assets.reads import record_asset_read
+
 HASH_CHUNK_BYTES = 1 << 20
 
 
 def partition_dir(lake: Path, asset: str, **dims: str) -> Path:
     """Hive-style folder of one partition: `lake/<asset>/<dim>=<value>/...` (dims in call order)."""
+    record_asset_read(asset)
     path = lake / asset
     for dim, value in dims.items():
         path = path / f"{dim}={value}"
@@ -112,6 +115,7 @@ def read_partitions(lake: Path, asset: str, pattern: str) -> pl.DataFrame | None
     Hive dimensions (`store=hotel/…`) become string columns unless the file already has a column
     of that name (contaminated datasets carry a float `alpha`; their folder says `alpha=a050`).
     """
+    record_asset_read(asset)
     files = sorted((lake / asset).glob(pattern))
     if not files:
         return None

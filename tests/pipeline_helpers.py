@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import functools
 import os
+import tomllib
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
-from phantom_assets.config import Settings, SimulationConfig
+from phantom_assets.config import Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = REPO_ROOT / "dbt_project" / "target" / "manifest.json"
@@ -45,17 +46,16 @@ episodes = 3
 test_episodes = 24
 """
 
-# Small enough for seconds-long pipelines, large enough for every store × actor cell to be filled.
-TINY_SIMULATION = SimulationConfig(seed=7, humans_per_store=12, agents_per_store=4)
-
 
 def tiny_settings(data_dir: Path) -> Settings:
-    """Demo settings with the tiny simulation, rooted at `data_dir` (for module-scoped fixtures)."""
-    import dataclasses
+    """Demo settings with `TINY_CONFIG`'s simulation and budgets, rooted at `data_dir` (what a
+    test builds in process is what the shared build runs)."""
+    from phantom_assets.config import load_settings, settings_from_dict
 
-    from phantom_assets.config import load_settings
-
-    return dataclasses.replace(load_settings("demo", data_dir=data_dir), simulation=TINY_SIMULATION)
+    values = load_settings("demo", data_dir=data_dir).as_dict()
+    for section, overrides in tomllib.loads(TINY_CONFIG).items():
+        values[section] = {**values[section], **overrides}
+    return settings_from_dict(values)
 
 
 @functools.cache

@@ -11,13 +11,12 @@ import numpy as np
 import polars as pl
 
 from phantom_assets.assets.dagster_internals import stale_status_resolver
+from phantom_assets.assets.declared import ALL_SETTINGS, declared_asset
 from phantom_assets.assets.lineage import collect_lineage, collect_record
 from phantom_assets.assets.metadata import (
     PACKAGE_ROOT,
     artifact_version,
     code_version_of,
-    settings_fields,
-    with_settings,
 )
 from phantom_assets.assets.partitions import BY_STORE, GridPartitions, policy_grid, store_partitions
 from phantom_assets.assets.resources import StorageResource
@@ -52,8 +51,6 @@ AUDIT_CODE = code_version_of(
 STRESS_METRIC = "profit"
 GATE_SEED = 29
 TEST_NAMES = ("profit_vs_baseline", "detector_value", "human_harm")
-GATE_FIELDS = ("gate_candidates", "max_human_harm")
-"""The evaluation settings the gate decides with (the seeds reach it through the stress rows)."""
 
 
 class LineageSource(Protocol):
@@ -286,22 +283,21 @@ def _records(
 
 
 def build_audit_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:
-    """`certification_report`, versioned with the gate's settings (candidates, harm bound, the
-    training α that names the baseline and the static engine)."""
-    asset = dg.asset(
+    """`certification_report`, versioned with every setting: the gate decides with a few of them
+    (the candidates, the harm bound, the training α that names the baseline), and the report
+    records the whole configuration it was built under."""
+    asset = declared_asset(
+        settings=settings,
+        code=AUDIT_CODE,
+        reads=(ALL_SETTINGS,),
         partitions_def=store_partitions,
         deps=[
             dg.AssetDep("policy_evaluations", partition_mapping=BY_STORE),
-            "benchmark_curves",
+            "market_simulators",
             "market_sensitivity",
             "market_oracle",
         ],
         group_name="audit",
         kinds={"python", "json"},
-        code_version=with_settings(
-            AUDIT_CODE,
-            settings_fields(settings.evaluation, *GATE_FIELDS),
-            settings.agents.train_alphas[0],
-        ),
     )
     return [asset(certification_report)]

@@ -10,12 +10,11 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
+from phantom_assets.assets.declared import declared_asset
 from phantom_assets.assets.metadata import (
     artifact_version,
     code_version_of,
-    settings_fields,
     table_metadata,
-    with_settings,
 )
 from phantom_assets.assets.partitions import (
     BY_STORE,
@@ -147,7 +146,10 @@ def build_contamination_assets(
     settings: Settings, grids: GridPartitions
 ) -> list[dg.AssetsDefinition]:
     """`contaminated_datasets` over store × α, versioned with the settings it computes with."""
-    asset = dg.asset(
+    asset = declared_asset(
+        settings=settings,
+        code=CONTAMINATION_CODE,
+        reads=("contamination", "agents.alpha_grid", "fingerprint.bootstrap_draws"),
         partitions_def=grids.store_alpha,
         deps=[
             dg.AssetDep("labeled_sessions", partition_mapping=SAME_STORE),
@@ -157,12 +159,6 @@ def build_contamination_assets(
         ],
         group_name="contamination",
         kinds={"python", "parquet"},
-        code_version=with_settings(
-            CONTAMINATION_CODE,
-            settings.contamination,
-            settings_fields(settings.agents, "alpha_grid"),
-            {"fingerprint.bootstrap_draws": settings.fingerprint.bootstrap_draws},
-        ),
         check_specs=[
             dg.AssetCheckSpec(
                 MEAN_F_CHECK,

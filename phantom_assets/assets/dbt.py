@@ -17,7 +17,7 @@ from dagster_dbt import (
 from dagster_dbt.errors import DagsterDbtManifestNotFoundError
 
 from phantom_assets.assets.dbt_project import phantom_dbt_project
-from phantom_assets.assets.metadata import with_settings
+from phantom_assets.assets.declared import settings_version
 from phantom_assets.assets.partitions import GridPartitions
 from phantom_assets.assets.resources import StorageResource
 from phantom_assets.config import Settings
@@ -60,7 +60,7 @@ class PhantomDbtTranslator(DagsterDbtTranslator):
 
     def get_code_version(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
         checksum = super().get_code_version(dbt_resource_props)
-        return with_settings(checksum, self.stores) if checksum else None
+        return settings_version(checksum, {"stores": self.stores}) if checksum else None
 
     def get_asset_check_spec(
         self,

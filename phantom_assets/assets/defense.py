@@ -8,13 +8,12 @@ import dagster as dg
 import polars as pl
 
 from phantom_assets.assets.config_types import config_class
+from phantom_assets.assets.declared import declared_asset
 from phantom_assets.assets.metadata import (
     artifact_version,
     code_version_of,
     figure_markdown,
-    settings_fields,
     table_metadata,
-    with_settings,
 )
 from phantom_assets.assets.partitions import BY_STORE, GridPartitions, store_policy_keys
 from phantom_assets.assets.resources import ExperimentTrackingResource, StorageResource
@@ -45,11 +44,20 @@ DEFENSE_CODE = code_version_of(
     "phantom_assets.market",
     "phantom_assets.constants",
 )
-# What one partition trains with; the tiers, training α and ablation tier only shape the grid of
-# partitions.
-TRAINING_FIELDS = ("timesteps", "ablation_lam", "seeds", "device", "torch_threads", "envs")
-# The training law's band, law and K values (`market.training_law`).
-LAW_FIELDS = ("train_alpha_radius", "train_law", "alpha_grid", "k_grid")
+# What one partition trains with (the tiers, training α and ablation tier only shape the grid of
+# partitions), and the training law's band, law and K values (`market.training_law`).
+TRAINING_READS = (
+    "training.timesteps",
+    "training.ablation_lam",
+    "training.seeds",
+    "training.device",
+    "training.torch_threads",
+    "training.envs",
+    "agents.train_alpha_radius",
+    "agents.train_law",
+    "agents.alpha_grid",
+    "agents.k_grid",
+)
 RELOAD_CHECK = "saved_policy_reloads_identically"
 # The oracle's file of the best fixed response each tuned tier plays.
 FIXED_RESPONSE_FILES = {"tuned": REFERENCE_FILE, "defended": DEFENDED_FILE}
@@ -215,9 +223,11 @@ def trained_policies(
 
 def build_defense_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:
     """`trained_policies` on the store × policy grid, versioned with its training budget."""
-    budget = settings_fields(settings.training, *TRAINING_FIELDS)
-    band = settings_fields(settings.agents, *LAW_FIELDS)
-    asset = dg.asset(
+    asset = declared_asset(
+        settings=settings,
+        code=DEFENSE_CODE,
+        reads=TRAINING_READS,
+        read_by_some_partitions=["market_oracle"],  # the tuned tiers' best fixed responses
         partitions_def=grids.store_policy,
         deps=[
             dg.AssetDep("market_simulators", partition_mapping=BY_STORE),
@@ -225,7 +235,6 @@ def build_defense_assets(settings: Settings, grids: GridPartitions) -> list[dg.A
         ],
         group_name="defense",
         kinds={"python", "pytorch", "numpy"},
-        code_version=with_settings(DEFENSE_CODE, budget, band),
         check_specs=[
             dg.AssetCheckSpec(
                 RELOAD_CHECK,

@@ -5,13 +5,12 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
+from phantom_assets.assets.declared import declared_asset
 from phantom_assets.assets.metadata import (
     artifact_version,
     code_version_of,
     figure_markdown,
-    settings_fields,
     table_metadata,
-    with_settings,
 )
 from phantom_assets.assets.partitions import GridPartitions, store_partitions
 from phantom_assets.assets.resources import StorageResource
@@ -35,7 +34,11 @@ DEMAND_CODE = code_version_of(
     "phantom_assets.market.prices",
     "phantom_assets.constants",
 )
-DEMAND_FIELDS = ("store_replicates", "min_price_variation", "engagement_scale_share")
+DEMAND_READS = (
+    "market.store_replicates",
+    "market.min_price_variation",
+    "market.engagement_scale_share",
+)
 FROM_LOGS = "demand_comes_from_the_logs"
 
 
@@ -109,13 +112,15 @@ def store_demand(context: dg.AssetExecutionContext, storage: StorageResource):
 
 def build_demand_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:
     """`store_demand` per store, on `store_prices` (its quotes and price model)."""
-    asset = dg.asset(
+    asset = declared_asset(
+        settings=settings,
+        code=DEMAND_CODE,
+        reads=DEMAND_READS,
         name="store_demand",
         partitions_def=store_partitions,
         deps=["store_prices"],
         group_name="market",
         kinds={"python", "scipy", "parquet"},
-        code_version=with_settings(DEMAND_CODE, settings_fields(settings.market, *DEMAND_FIELDS)),
         check_specs=[
             dg.AssetCheckSpec(
                 FROM_LOGS,

@@ -9,13 +9,12 @@ from typing import Any
 import dagster as dg
 import polars as pl
 
+from phantom_assets.assets.declared import declared_asset
 from phantom_assets.assets.metadata import (
     artifact_version,
     code_version_of,
     figure_markdown,
-    settings_fields,
     table_metadata,
-    with_settings,
 )
 from phantom_assets.assets.partitions import (
     BY_STORE,
@@ -52,10 +51,26 @@ EVALUATION_CODE = code_version_of(
     "phantom_assets.market",
 )
 # The evaluation settings each asset computes with (the gate's fields are the audit's alone).
-PROTOCOL_FIELDS = ("episodes", "test_episodes", "seed", "test_seed")
-PROTOCOL_AGENT_FIELDS = ("alpha_grid", "k_grid", "stress_radius")
-BENCHMARK_FIELDS = ("episodes",)
-BENCHMARK_AGENT_FIELDS = ("alpha_grid", "k_grid")
+PROTOCOL_READS = (
+    "evaluation.episodes",
+    "evaluation.test_episodes",
+    "evaluation.seed",
+    "evaluation.test_seed",
+    "agents.alpha_grid",
+    "agents.k_grid",
+    "agents.stress_radius",
+    "training.device",
+    "training.torch_threads",
+)
+# The policy grid the curves read: tiers, training α and the ablation tier (`policy_grid`).
+BENCHMARK_READS = (
+    "evaluation.episodes",
+    "agents.alpha_grid",
+    "agents.k_grid",
+    "agents.train_alphas",
+    "training.tiers",
+    "training.ablation_tier",
+)
 PLOT_METRICS = ("profit", "coi_a", "leak", "human_harm")
 PROTOCOL_CHECK = "runs_the_alpha_k_detector_grid_with_common_and_held_out_seeds"
 UNIT_CHECK = "n_equals_episode_seeds"
@@ -228,7 +243,10 @@ def benchmark_curves(context: dg.AssetExecutionContext, storage: StorageResource
 def build_evaluation_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:
     """`policy_evaluations` (store × policy) and `benchmark_curves` (store), each versioned with
     the evaluation settings it computes with (and the policy grid the benchmark reads)."""
-    evaluations = dg.asset(
+    evaluations = declared_asset(
+        settings=settings,
+        code=EVALUATION_CODE,
+        reads=PROTOCOL_READS,
         partitions_def=grids.store_policy,
         deps=[
             "trained_policies",
@@ -237,12 +255,6 @@ def build_evaluation_assets(settings: Settings, grids: GridPartitions) -> list[d
         ],
         group_name="evaluation",
         kinds={"python", "parquet"},
-        code_version=with_settings(
-            EVALUATION_CODE,
-            settings_fields(settings.evaluation, *PROTOCOL_FIELDS),
-            settings_fields(settings.agents, *PROTOCOL_AGENT_FIELDS),
-            settings_fields(settings.training, "device", "torch_threads"),
-        ),
         check_specs=[
             dg.AssetCheckSpec(
                 PROTOCOL_CHECK,
@@ -255,7 +267,10 @@ def build_evaluation_assets(settings: Settings, grids: GridPartitions) -> list[d
             )
         ],
     )
-    curves = dg.asset(
+    curves = declared_asset(
+        settings=settings,
+        code=EVALUATION_CODE,
+        reads=BENCHMARK_READS,
         partitions_def=store_partitions,
         # market_oracle and market_simulators are partitioned by store like this asset: the
         # identity mapping.
@@ -266,13 +281,6 @@ def build_evaluation_assets(settings: Settings, grids: GridPartitions) -> list[d
         ],
         group_name="evaluation",
         kinds={"python", "parquet", "matplotlib"},
-        code_version=with_settings(
-            EVALUATION_CODE,
-            settings_fields(settings.evaluation, *BENCHMARK_FIELDS),
-            settings_fields(settings.agents, *BENCHMARK_AGENT_FIELDS),
-            settings_fields(settings.training, "ablation_tier"),
-            policy_grid(settings),
-        ),
         check_specs=[
             dg.AssetCheckSpec(
                 UNIT_CHECK,

@@ -4,17 +4,18 @@ Longer than the 250-line guide for asset modules because it holds four assets of
 their checks; every body still only loads, calls the pure `phantom_assets.fingerprint` and writes.
 """
 
+from collections.abc import Callable
+
 import dagster as dg
 import numpy as np
 import polars as pl
 
+from phantom_assets.assets.declared import declared_asset
 from phantom_assets.assets.metadata import (
     artifact_version,
     code_version_of,
     figure_markdown,
-    settings_fields,
     table_metadata,
-    with_settings,
 )
 from phantom_assets.assets.partitions import (
     BY_STORE,
@@ -297,29 +298,34 @@ def build_fingerprint_assets(
     κ enters only `transition_kernels`: the readers take it from `kernel.json`.
     """
 
-    def version(*names: str) -> str:
-        return with_settings(FINGERPRINT_CODE, settings_fields(settings.fingerprint, *names))
+    def asset(*names: str, **kwargs) -> Callable[..., dg.AssetsDefinition]:
+        reads = tuple(f"fingerprint.{name}" for name in names)
+        return declared_asset(
+            settings=settings, code=FINGERPRINT_CODE, reads=reads, group_name=GROUP, **kwargs
+        )
 
     return [
-        dg.asset(
+        asset(
+            "folds",
             partitions_def=store_actor_partitions,
             deps=[dg.AssetDep("store_warehouse", partition_mapping=BY_STORE)],
             kinds={"python", "parquet"},
-            code_version=version("folds"),
-            group_name=GROUP,
         )(labeled_sessions),
-        dg.asset(
+        asset(
+            "kappa",
+            "folds",
             partitions_def=store_actor_partitions,
             deps=["labeled_sessions"],
             kinds={"python", "numpy", "parquet"},
-            code_version=version("kappa", "folds"),
             check_specs=[
                 dg.AssetCheckSpec(name, asset="transition_kernels", blocking=True, description=text)
                 for name, text in KERNEL_CHECKS.items()
             ],
-            group_name=GROUP,
         )(transition_kernels),
-        dg.asset(
+        asset(
+            "temperature",
+            "calibration",
+            "max_prefix",
             partitions_def=store_partitions,
             deps=[
                 dg.AssetDep("labeled_sessions", partition_mapping=BY_STORE),
@@ -327,14 +333,15 @@ def build_fingerprint_assets(
                 "store_warehouse",
             ],
             kinds={"python", "numpy", "parquet"},
-            code_version=version("temperature", "calibration", "max_prefix"),
             check_specs=[
                 dg.AssetCheckSpec(name, asset="divergence_scores", blocking=True, description=text)
                 for name, text in SCORE_CHECKS.items()
             ],
-            group_name=GROUP,
         )(divergence_scores),
-        dg.asset(
+        asset(
+            "bootstrap_draws",
+            "permutation_draws",
+            "seed",
             partitions_def=store_partitions,
             deps=[
                 "divergence_scores",
@@ -342,7 +349,5 @@ def build_fingerprint_assets(
                 dg.AssetDep("transition_kernels", partition_mapping=BY_STORE),
             ],
             kinds={"python", "scipy"},
-            code_version=version("bootstrap_draws", "permutation_draws", "seed"),
-            group_name=GROUP,
         )(separability_report),
     ]

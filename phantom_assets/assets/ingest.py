@@ -6,12 +6,12 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
+from phantom_assets.assets.declared import recorded, setting_values, settings_version
 from phantom_assets.assets.metadata import (
     artifact_version,
     code_version_of,
     counts_table_markdown,
     table_metadata,
-    with_settings,
 )
 from phantom_assets.assets.partitions import GridPartitions, batch_partitions
 from phantom_assets.assets.resources import StorageResource
@@ -118,7 +118,8 @@ def raw_events(context: dg.AssetExecutionContext, storage: StorageResource):
 
 def build_ingest_assets(settings: Settings, grids: GridPartitions) -> list:
     """The observed drop zone and `raw_events` + quarantine (versioned with the store policy)."""
-    version = with_settings(RAW_EVENTS_CODE, settings.accept_legacy_store)
+    values = setting_values(settings, ["accept_legacy_store"])
+    version = settings_version(RAW_EVENTS_CODE, values)
     observed = dg.observable_source_asset(
         group_name="ingest",
         description="Raw session exports dropped into `data/incoming/` (one file = one batch). "
@@ -155,5 +156,6 @@ def build_ingest_assets(settings: Settings, grids: GridPartitions) -> list:
                 description="rows in == rows kept + rows quarantined",
             )
         ],
-    )(raw_events)
+    )(recorded(raw_events, {"raw_events", "raw_events_quarantine"}, (), values))
+    # Its input is the drop zone outside the lake (the registered file), not a lake asset.
     return [observed, ingest]

@@ -10,13 +10,12 @@ import dagster as dg
 import gymnasium as gym
 import polars as pl
 
+from phantom_assets.assets.declared import declared_asset
 from phantom_assets.assets.metadata import (
     artifact_version,
     code_version_of,
     figure_markdown,
-    settings_fields,
     table_metadata,
-    with_settings,
 )
 from phantom_assets.assets.partitions import BY_STORE, GridPartitions, store_partitions
 from phantom_assets.assets.resources import StorageResource
@@ -73,18 +72,26 @@ ORACLE_CHECK = "oracle_profit_at_least_undefended"
 ORACLE_EDGE_CHECK = "best_actions_inside_the_action_box"
 OBSERVATION_CHECK = "observed_shopper_share_tells_low_from_high_alpha"
 # The settings each asset computes with (the selection seeds are evaluation `seed`, `episodes`).
-SEED_FIELDS = ("seed", "episodes")
-ORACLE_SEED_FIELDS = (*SEED_FIELDS, "test_seed", "test_episodes")  # the ledger's held-out seeds
-MARKET_AGENT_FIELDS = (
-    "nominal_k",
-    "robust_k_set",
-    "robust_alpha_candidates",
-    "ambiguity_radius_w1",
-    "alpha_grid",
-    "stress_radius",
+SELECTION_SEEDS = ("evaluation.seed", "evaluation.episodes")
+MARKET_READS = (
+    "market",
+    "agents.nominal_k",
+    "agents.robust_k_set",
+    "agents.robust_alpha_candidates",
+    "agents.ambiguity_radius_w1",
+    "agents.alpha_grid",
+    "agents.stress_radius",
+    *SELECTION_SEEDS,
 )
-EROSION_AGENT_FIELDS = ("alpha_grid", "erosion_k_grid")
-ORACLE_AGENT_FIELDS = ("alpha_grid", "k_grid", "stress_radius")
+EROSION_READS = ("agents.alpha_grid", "agents.erosion_k_grid", *SELECTION_SEEDS)
+ORACLE_READS = (
+    "agents.alpha_grid",
+    "agents.k_grid",
+    "agents.stress_radius",
+    *SELECTION_SEEDS,
+    "evaluation.test_seed",  # the ledger's held-out seeds
+    "evaluation.test_episodes",
+)
 
 
 def market_simulators(context: dg.AssetExecutionContext, storage: StorageResource):
@@ -292,7 +299,10 @@ def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.As
     """`market_simulators`, versioned with the market settings it compiles; `coi_erosion` and
     `market_oracle` on it, versioned with the evaluation settings they read (the market too:
     its action grid is centred on the best responses on the selection seeds)."""
-    asset = dg.asset(
+    asset = declared_asset(
+        settings=settings,
+        code=MARKET_CODE,
+        reads=MARKET_READS,
         partitions_def=store_partitions,
         deps=[
             dg.AssetDep("transition_kernels", partition_mapping=BY_STORE),
@@ -303,12 +313,6 @@ def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.As
         ],
         group_name="market",
         kinds={"python", "numpy", "gymnasium"},
-        code_version=with_settings(
-            MARKET_CODE,
-            settings.market,
-            settings_fields(settings.agents, *MARKET_AGENT_FIELDS),
-            settings_fields(settings.evaluation, *SEED_FIELDS),
-        ),
         check_specs=[
             dg.AssetCheckSpec(
                 ENV_CHECK,
@@ -318,13 +322,11 @@ def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.As
             )
         ],
     )
-    evaluation = settings.evaluation
     benchmarks = [
         (
             "coi_erosion",
             coi_erosion,
-            SEED_FIELDS,
-            EROSION_AGENT_FIELDS,
+            EROSION_READS,
             {"matplotlib"},
             [
                 dg.AssetCheckSpec(
@@ -338,8 +340,7 @@ def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.As
         (
             "market_oracle",
             market_oracle_asset,
-            ORACLE_SEED_FIELDS,
-            ORACLE_AGENT_FIELDS,
+            ORACLE_READS,
             {"matplotlib"},
             [
                 dg.AssetCheckSpec(
@@ -366,20 +367,18 @@ def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.As
         ),
     ]
     return [asset(market_simulators)] + [
-        dg.asset(
+        declared_asset(
+            settings=settings,
+            code=MARKET_CODE,
+            reads=reads,
             name=name,
             partitions_def=store_partitions,
             deps=["market_simulators"],
             group_name="market",
             kinds={"python", "parquet", *kinds},
-            code_version=with_settings(
-                MARKET_CODE,
-                settings_fields(evaluation, *seed_fields),
-                settings_fields(settings.agents, *fields),
-            ),
             check_specs=checks,
         )(body)
-        for name, body, seed_fields, fields, kinds, checks in benchmarks
+        for name, body, reads, kinds, checks in benchmarks
     ]
 
 

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import ast
 import base64
-import dataclasses
 import functools
 import hashlib
 import importlib.util
 import io
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -63,26 +61,6 @@ def logic_of(path: Path) -> bytes:
         ):
             node.body = body[1:] or [ast.Pass()]
     return ast.dump(tree, annotate_fields=False).encode()
-
-
-def with_settings(code_version: str, *sections: object) -> str:
-    """`code_version` extended by a hash of the settings sections an asset computes with.
-
-    The settings are part of the asset's logic: changing κ or a training budget must mark
-    exactly the assets that read it stale (docs/architecture.md#code-versions-and-data-versions),
-    and nothing else.
-    """
-    payload = json.dumps(
-        [dataclasses.asdict(s) if dataclasses.is_dataclass(s) else s for s in sections],
-        sort_keys=True,
-        default=str,
-    )
-    return f"{code_version}-{hashlib.sha256(payload.encode()).hexdigest()[:8]}"
-
-
-def settings_fields(section: object, *names: str) -> dict[str, object]:
-    """The named fields of a settings section: the part of it one asset computes with."""
-    return {name: getattr(section, name) for name in names}
 
 
 def column_schema(frame: pl.DataFrame) -> dg.TableSchema:

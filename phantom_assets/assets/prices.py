@@ -5,13 +5,12 @@ docs/method.md#store-prices-from-the-price-logs and docs/method.md#observed-coi.
 import dagster as dg
 import polars as pl
 
+from phantom_assets.assets.declared import declared_asset
 from phantom_assets.assets.metadata import (
     artifact_version,
     code_version_of,
     figure_markdown,
-    settings_fields,
     table_metadata,
-    with_settings,
 )
 from phantom_assets.assets.partitions import GridPartitions, store_partitions
 from phantom_assets.assets.resources import StorageResource
@@ -42,11 +41,11 @@ from phantom_assets.storage import write_json_atomic, write_parquet_atomic
 PRICES_CODE = code_version_of(
     "phantom_assets.assets.prices", "phantom_assets.market.prices", "phantom_assets.constants"
 )
-PRICE_FIELDS = (
-    "engagement_scale_share",
-    "declared_markup",
-    "declared_quote_noise",
-    "declared_anchor_range",
+PRICE_READS = (
+    "market.engagement_scale_share",
+    "market.declared_markup",
+    "market.declared_quote_noise",
+    "market.declared_anchor_range",
 )
 NO_LOG_LOST = "every_price_log_is_fitted_or_excluded_with_a_reason"
 FROM_LOGS = "prices_come_from_the_logs"
@@ -151,13 +150,15 @@ def observed_coi_asset(context: dg.AssetExecutionContext, storage: StorageResour
 
 def build_price_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:
     """`store_prices` (reads the store's warehouse slice) and `observed_coi` on it, per store."""
-    prices = dg.asset(
+    prices = declared_asset(
+        settings=settings,
+        code=PRICES_CODE,
+        reads=PRICE_READS,
         name="store_prices",
         partitions_def=store_partitions,
         deps=[dg.AssetDep("store_warehouse", partition_mapping=dg.IdentityPartitionMapping())],
         group_name="market",
         kinds={"python", "parquet"},
-        code_version=with_settings(PRICES_CODE, settings_fields(settings.market, *PRICE_FIELDS)),
         check_specs=[
             dg.AssetCheckSpec(
                 NO_LOG_LOST,
@@ -175,12 +176,13 @@ def build_price_assets(settings: Settings, grids: GridPartitions) -> list[dg.Ass
             ),
         ],
     )
-    coi = dg.asset(
+    coi = declared_asset(
+        settings=settings,
+        code=PRICES_CODE,
         name="observed_coi",
         partitions_def=store_partitions,
         deps=["store_prices"],
         group_name="market",
         kinds={"python", "parquet", "matplotlib"},
-        code_version=PRICES_CODE,
     )
     return [prices(store_prices), coi(observed_coi_asset)]

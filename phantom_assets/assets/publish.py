@@ -4,7 +4,8 @@ import dagster as dg
 import polars as pl
 from pydantic import Field
 
-from phantom_assets.assets.metadata import artifact_version, code_version_of, with_settings
+from phantom_assets.assets.declared import ALL_SETTINGS, declared_asset
+from phantom_assets.assets.metadata import artifact_version, code_version_of
 from phantom_assets.assets.partitions import GridPartitions
 from phantom_assets.assets.resources import HubResource, StorageResource
 from phantom_assets.config import Settings
@@ -101,10 +102,12 @@ PUBLISH_CODE = code_version_of("phantom_assets.assets.publish", "phantom_assets.
 
 def build_publish_assets(settings: Settings, grids: GridPartitions) -> list[dg.AssetsDefinition]:
     """`hf_dataset` (manual: a Hub commit is a decision). The card records the config hash."""
-    asset = dg.asset(
+    asset = declared_asset(
+        settings=settings,
+        code=PUBLISH_CODE,
+        reads=(ALL_SETTINGS,),
         deps=["raw_events", "transition_kernels", "contaminated_datasets"],
         group_name="publish",
         kinds={"huggingface", "parquet"},
-        code_version=with_settings(PUBLISH_CODE, settings.config_hash),
     )
     return [asset(hf_dataset)]

@@ -15,6 +15,7 @@ from pydantic import Field
 from phantom_assets.assets.config_types import config_class
 from phantom_assets.config import Settings, settings_from_dict
 from phantom_assets.publish.hub import DEFAULT_BRANCH
+from phantom_assets.reads import not_recorded
 
 
 class StorageResource(config_class(Settings, base=dg.ConfigurableResource)):
@@ -32,9 +33,11 @@ class StorageResource(config_class(Settings, base=dg.ConfigurableResource)):
         return config_class(Settings, base=cls, defaults=rooted, name=cls.__name__)()
 
     def settings(self) -> Settings:
-        """The typed settings of this resource, rooted at `data_dir` (made absolute)."""
-        settings = settings_from_dict(self.model_dump())
-        return dataclasses.replace(settings, data_dir=settings.data_dir.resolve())
+        """The typed settings of this resource, rooted at `data_dir` (made absolute). Building them
+        reads no setting: what a body reads is what it does with them afterwards."""
+        with not_recorded():
+            settings = settings_from_dict(self.model_dump())
+            return dataclasses.replace(settings, data_dir=settings.data_dir.resolve())
 
 
 class HubResource(dg.ConfigurableResource):

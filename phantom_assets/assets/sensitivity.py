@@ -4,12 +4,11 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
+from phantom_assets.assets.declared import declared_asset
 from phantom_assets.assets.metadata import (
     artifact_version,
     code_version_of,
-    settings_fields,
     table_metadata,
-    with_settings,
 )
 from phantom_assets.assets.partitions import GridPartitions, store_partitions
 from phantom_assets.assets.resources import StorageResource
@@ -38,16 +37,21 @@ SENSITIVITY_CODE = code_version_of(
     "phantom_assets.audit.store_sample",
 )
 SENSITIVITY_SEED = 31
-MARKET_FIELDS = (
-    "sensitivity_cost_shares",
-    "sensitivity_price_caps",
-    "sensitivity_agent_valuations",
-    "sensitivity_in_market",
-    "sensitivity_engagement_scales",
-    "markup_multiples",
+SENSITIVITY_READS = (
+    "market.sensitivity_cost_shares",
+    "market.sensitivity_price_caps",
+    "market.sensitivity_agent_valuations",
+    "market.sensitivity_in_market",
+    "market.sensitivity_engagement_scales",
+    "market.markup_multiples",
+    "evaluation.seed",
+    "evaluation.episodes",
+    "evaluation.test_seed",
+    "evaluation.test_episodes",
+    "evaluation.max_human_harm",
+    "agents.alpha_grid",
+    "agents.stress_radius",
 )
-EVALUATION_FIELDS = ("seed", "episodes", "test_seed", "test_episodes", "max_human_harm")
-AGENT_FIELDS = ("alpha_grid", "stress_radius")
 
 
 def sensitivity_design(settings: Settings, spec: MarketSpec) -> SensitivityDesign:
@@ -114,17 +118,14 @@ def build_sensitivity_assets(
     settings: Settings, grids: GridPartitions
 ) -> list[dg.AssetsDefinition]:
     """`market_sensitivity`, versioned with the grids it sweeps and the seeds it runs on."""
-    asset = dg.asset(
+    asset = declared_asset(
+        settings=settings,
+        code=SENSITIVITY_CODE,
+        reads=SENSITIVITY_READS,
         name="market_sensitivity",
         partitions_def=store_partitions,
         deps=["market_simulators", "store_prices", "store_demand"],
         group_name="market",
         kinds={"python", "parquet"},
-        code_version=with_settings(
-            SENSITIVITY_CODE,
-            settings_fields(settings.market, *MARKET_FIELDS),
-            settings_fields(settings.evaluation, *EVALUATION_FIELDS),
-            settings_fields(settings.agents, *AGENT_FIELDS),
-        ),
     )
     return [asset(market_sensitivity_asset)]

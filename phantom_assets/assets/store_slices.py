@@ -14,13 +14,16 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 from dagster_duckdb import DuckDBResource
+from duckdb import DuckDBPyConnection
 
 from phantom_assets.assets.dbt import WAREHOUSE_POOL
+from phantom_assets.assets.declared import declared_asset
 from phantom_assets.assets.metadata import artifact_version, code_version_of
 from phantom_assets.assets.partitions import GridPartitions, store_partitions
 from phantom_assets.assets.resources import StorageResource
 from phantom_assets.config import Settings
 from phantom_assets.lake import Lake
+from phantom_assets.reads import record_asset_read
 from phantom_assets.storage import write_json_atomic, write_parquet_atomic
 
 # Every mart a per-store asset reads (each has a `store` column).
@@ -45,10 +48,7 @@ def store_warehouse(
     one of them does."""
     store, lake = context.partition_key, storage.settings().lake
     with warehouse.get_connection() as conn:
-        slices = {
-            mart: conn.execute(SLICE_ROWS_QUERY.format(mart=mart), {"store": store}).pl()
-            for mart in STORE_MARTS
-        }
+        slices = {mart: read_mart_rows(conn, mart, store) for mart in STORE_MARTS}
     digests = {
         mart: {
             "rows": frame.height,
@@ -63,6 +63,12 @@ def store_warehouse(
         data_version=version,
         metadata={**artifacts, **{f"rows_{mart}": d["rows"] for mart, d in digests.items()}},
     )
+
+
+def read_mart_rows(conn: DuckDBPyConnection, mart: str, store: str) -> pl.DataFrame:
+    """`store`'s rows of the warehouse mart `mart`, in a fixed order (a read of that asset)."""
+    record_asset_read(mart)
+    return conn.execute(SLICE_ROWS_QUERY.format(mart=mart), {"store": store}).pl()
 
 
 def read_store_slice(lake: Lake, store: str, mart: str) -> pl.DataFrame:
@@ -82,12 +88,13 @@ def read_store_slice(lake: Lake, store: str, mart: str) -> pl.DataFrame:
 
 def build_store_slice_assets(settings: Settings, grids: GridPartitions) -> list:
     """`store_warehouse[store]` (settings-free: it hashes what the warehouse holds)."""
-    asset = dg.asset(
+    asset = declared_asset(
+        settings=settings,
+        code=SLICE_CODE,
         partitions_def=store_partitions,
         deps=list(STORE_MARTS),
         group_name="warehouse",
         kinds={"duckdb", "parquet"},
         pool=WAREHOUSE_POOL,
-        code_version=SLICE_CODE,
     )
     return [asset(store_warehouse)]

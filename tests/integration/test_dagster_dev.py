@@ -4,7 +4,6 @@ defaults every setting, and a run launched over GraphQL succeeds."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import shutil
@@ -21,12 +20,11 @@ from dagster_graphql import DagsterGraphQLClient, DagsterGraphQLClientError
 from orchestration.devserver import dagster_dev_command, wait_until_serving
 from orchestration.runner import register_batches
 from orchestration.scale_out.deployment import child_env, free_port
-from phantom_assets.config import load_settings
 from phantom_assets.simulate import simulate_to_incoming
 from tests.pipeline_helpers import (
     REPO_ROOT,
-    TINY_SIMULATION,
     skip_or_fail_without,
+    tiny_settings,
 )
 
 # A live `dagster dev` (and chromium): a UI deployment test, run by `make test-all` and CI.
@@ -40,9 +38,7 @@ RUN_TIMEOUT_S = 180
 def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
     """Start `dagster dev` once per module, in its own process group, on temp state."""
     tmp_path = tmp_path_factory.mktemp("dagster_dev")
-    settings = dataclasses.replace(
-        load_settings("demo", data_dir=tmp_path / "data"), simulation=TINY_SIMULATION
-    )
+    settings = tiny_settings(tmp_path / "data")
     home = tmp_path / "dagster_home"
     home.mkdir()
     shutil.copyfile(REPO_ROOT / "orchestration" / "dagster.yaml", home / "dagster.yaml")

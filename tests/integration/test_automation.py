@@ -20,7 +20,10 @@ from phantom_assets.simulate.corpus import simulate_events
 from phantom_assets.simulate.exports import write_exports
 from phantom_assets.simulate.params import SimulatedCorpus, params_from
 
-pytestmark = pytest.mark.integration
+# The whole automation drill (a cheap graph built, ticked until quiet, a new export, ticked again):
+# 100 s of one worker, so it runs with the slow tier (`make test-all`, CI); the conditions' own
+# cases are unit tests (`tests/unit/test_automation_conditions.py`).
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 PER_STORE = (
     "store_warehouse",

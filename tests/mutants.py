@@ -170,6 +170,23 @@ MUTANTS = (
             "_out_rows",
         ),
     ),
+    Mutant(
+        name="setting_forgotten",
+        description="`trained_policies` forgets `training.envs` in its declared settings (what SB3 "
+        "learns changes, the policies stay fresh)",
+        path="phantom_assets/assets/defense.py",
+        old='    "training.envs",\n',
+        new="",
+        tests=("tests/integration/test_settings_readers.py",),
+    ),
+    Mutant(
+        name="read_without_edge_passes",
+        description="a body that reads another asset's data without depending on it passes",
+        path="phantom_assets/assets/declared.py",
+        old="for name in sorted(reads.assets - own - upstream)",
+        new="for name in sorted(reads.assets - own - upstream - reads.assets)",
+        tests=("tests/unit/test_declared_assets.py",),
+    ),
 )
 
 

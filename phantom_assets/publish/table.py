@@ -15,7 +15,7 @@ from typing import Final
 
 import polars as pl
 
-from phantom_assets.constants import PRICE_LOG
+from phantom_assets.constants import CANONICAL_COLUMNS, PRICE_LOG
 from phantom_assets.schema.raw_formats import (
     KAFKA_INTERACTIONS_TOPIC,
     KAFKA_PRICE_TOPIC,
@@ -33,21 +33,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 INGEST_FORMAT: Final[str] = "phantom_canonical"
-EVENT_COLUMNS: Final[tuple[str, ...]] = (
-    "batch_id",
-    "source_row",
-    "session_id",
-    "experiment_id",
-    "store",
-    "ts",
-    "event",
-    "page",
-    "product_id",
-    "price",
-    "record_type",
-    "user_agent",
-    "metadata",
-    "actor",
+# The canonical columns the flat table is built from: all but the ingest's own bookkeeping.
+EVENT_COLUMNS: Final[tuple[str, ...]] = tuple(
+    name for name in CANONICAL_COLUMNS if name not in ("event_id", "label_source", "ts_source")
 )
 # Counters and indices are integers; times and amounts may be fractional (a dwell of 1.5 s).
 _INT_METADATA: Final[frozenset[str]] = frozenset({"dateIndex", "itemCount", "nights"})

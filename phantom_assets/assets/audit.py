@@ -160,7 +160,8 @@ def derive_certificate(
         n_candidates=cfg.gate_candidates,
     )
     sensitivity = settings.lake.sensitivity_dir(store) / SENSITIVITY_FILE
-    spec = MarketSpec.load(settings.lake.market_dir(store))
+    agents = settings.agents
+    spec = MarketSpec.load(settings.lake.market_dir(store), agents)
     assumptions = certificate_assumptions(
         pl.read_parquet(sensitivity) if sensitivity.exists() else None,
         decision.certified,
@@ -169,7 +170,7 @@ def derive_certificate(
     ledger_path = settings.lake.oracle_dir(store) / LEDGER_FILE
     ledger = (
         pl.read_parquet(ledger_path)
-        .filter(pl.col("k") == spec.nominal_k)
+        .filter(pl.col("k") == agents.nominal_k)
         .with_columns(pl.selectors.float().fill_nan(None))
         .to_dicts()
         if ledger_path.exists()
@@ -200,9 +201,9 @@ def derive_certificate(
             **decision.to_dict(),
             "assumptions": assumptions,
             "ledger": {
-                "k": spec.nominal_k,
+                "k": agents.nominal_k,
                 "rows": ledger,
-                "reading": ledger_sentences(ledger, spec.nominal_k),
+                "reading": ledger_sentences(ledger, agents.nominal_k),
             },
             "candidate_set": [p for p in grid if p not in references],
             "missing_evaluations": missing,

@@ -57,6 +57,11 @@ TRAINING_READS = (
     "agents.train_law",
     "agents.alpha_grid",
     "agents.k_grid",
+    "agents.nominal_k",
+    # The robust tiers' ambiguity set (`market.ambiguity`).
+    "agents.robust_k_set",
+    "agents.robust_alpha_candidates",
+    "agents.ambiguity_radius_w1",
 )
 RELOAD_CHECK = "saved_policy_reloads_identically"
 # The oracle's file of the best fixed response each tuned tier plays.
@@ -164,7 +169,7 @@ def trained_policies(
     fixed action (`defended.json`)."""
     store, key = store_policy_keys(context)
     settings = storage.settings()
-    spec = MarketSpec.load(settings.lake.market_dir(store))
+    spec = MarketSpec.load(settings.lake.market_dir(store), settings.agents)
     response = FIXED_RESPONSE_FILES.get(key.tier)
     fixed = (
         None

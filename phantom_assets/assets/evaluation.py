@@ -59,6 +59,7 @@ PROTOCOL_READS = (
     "agents.alpha_grid",
     "agents.k_grid",
     "agents.stress_radius",
+    "agents.nominal_k",
     "training.device",
     "training.torch_threads",
 )
@@ -103,7 +104,7 @@ def policy_evaluations(context: dg.AssetExecutionContext, storage: StorageResour
         settings.lake,
         settings.training,
     )
-    spec = MarketSpec.load(lake.market_dir(store))
+    spec = MarketSpec.load(lake.market_dir(store), agents)
     reference = Response.read(lake.oracle_dir(store) / REFERENCE_FILE).action
     record, policies = load_trained(lake.policy_dir(store, key.key), training.device)
     fixed = key.tier in SB3_TIERS  # only SB3 policies act through torch
@@ -138,12 +139,12 @@ def policy_evaluations(context: dg.AssetExecutionContext, storage: StorageResour
             selection_seeds=str(list(cfg.selection_seeds)),
             test_seeds=str(list(cfg.test_seeds)),
             stress_radius=agents.stress_radius,
-            stress_k=spec.nominal_k,
+            nominal_k=agents.nominal_k,
             evaluation_seconds=round(seconds, 2),
             mean_fitted_profit_by_alpha_k=str([tuple(r) for r in profit.rows()]),
         ),
     )
-    conformance = protocol_conformance(nominal, evaluation.stress, cfg, agents, spec.nominal_k)
+    conformance = protocol_conformance(nominal, evaluation.stress, cfg, agents, agents.nominal_k)
     yield dg.AssetCheckResult(
         check_name=PROTOCOL_CHECK,
         passed=conformance.holds,
@@ -218,7 +219,7 @@ def benchmark_curves(context: dg.AssetExecutionContext, storage: StorageResource
     if missing:
         context.log.warning(f"benchmark of {store} lacks evaluations of {missing}")
     oracle = pl.read_parquet(lake.oracle_dir(store) / ORACLE_FILE)
-    spec = MarketSpec.load(lake.market_dir(store))
+    spec = MarketSpec.load(lake.market_dir(store), settings.agents)
     tables = benchmark_tables(evaluation, oracle, spec, settings.training.ablation_tier)
     paths = save_benchmark(lake.benchmark_dir(store), store, tables)
     version, artifacts = artifact_version(*paths)

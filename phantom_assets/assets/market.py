@@ -19,7 +19,7 @@ from phantom_assets.assets.metadata import (
 )
 from phantom_assets.assets.partitions import BY_STORE, GridPartitions, store_partitions
 from phantom_assets.assets.resources import StorageResource
-from phantom_assets.config import Settings
+from phantom_assets.config import AgentsConfig, Settings
 from phantom_assets.constants import ACTORS, STORES
 from phantom_assets.fingerprint import load_kernel_set, load_score_calibration
 from phantom_assets.lake import (
@@ -83,10 +83,16 @@ MARKET_READS = (
     "agents.stress_radius",
     *SELECTION_SEEDS,
 )
-EROSION_READS = ("agents.alpha_grid", "agents.erosion_k_grid", *SELECTION_SEEDS)
+EROSION_READS = (
+    "agents.alpha_grid",
+    "agents.erosion_k_grid",
+    "agents.nominal_k",
+    *SELECTION_SEEDS,
+)
 ORACLE_READS = (
     "agents.alpha_grid",
     "agents.k_grid",
+    "agents.nominal_k",
     "agents.stress_radius",
     *SELECTION_SEEDS,
     "evaluation.test_seed",  # the ledger's held-out seeds
@@ -173,7 +179,7 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
             "spec": dg.MetadataValue.md(spec_markdown(spec, half_width, w1, auc)),
         },
     )
-    yield env_check_result(folder)
+    yield env_check_result(folder, settings.agents)
 
 
 def coi_erosion(context: dg.AssetExecutionContext, storage: StorageResource):
@@ -184,8 +190,8 @@ def coi_erosion(context: dg.AssetExecutionContext, storage: StorageResource):
     CIs over the selection episode seeds (common random numbers); the thesis' figure."""
     store, settings = context.partition_key, storage.settings()
     cfg, agents, folder = settings.evaluation, settings.agents, settings.lake.erosion_dir(store)
-    spec = MarketSpec.load(settings.lake.market_dir(store))
-    ks = sorted({*agents.erosion_k_grid, spec.nominal_k})
+    spec = MarketSpec.load(settings.lake.market_dir(store), settings.agents)
+    ks = sorted({*agents.erosion_k_grid, agents.nominal_k})
     table = erosion.coi_erosion(spec, agents.alpha_grid, ks, cfg.selection_seeds)
     by_class = erosion.coi_by_class(table)
     paths = (folder / EROSION_FILE, folder / EROSION_METRICS_FILE)
@@ -201,8 +207,8 @@ def coi_erosion(context: dg.AssetExecutionContext, storage: StorageResource):
             paths[0],
             **artifacts,
             seeds=str(list(cfg.selection_seeds)),
-            coi_a_share=erosion.coi_a_share(table, spec.nominal_k),
-            headline_k=spec.nominal_k,
+            coi_a_share=erosion.coi_a_share(table, agents.nominal_k),
+            nominal_k=agents.nominal_k,
             ks=str(ks),
             ci_method=erosion.CI_METHOD,
             plot=figure_markdown(figure, folder / EROSION_PLOT_FILE, "COI erosion"),
@@ -232,10 +238,10 @@ def market_oracle_asset(context: dg.AssetExecutionContext, storage: StorageResou
     store, settings = context.partition_key, storage.settings()
     cfg, agents = settings.evaluation, settings.agents
     folder = settings.lake.oracle_dir(store)
-    spec = MarketSpec.load(settings.lake.market_dir(store))
+    spec = MarketSpec.load(settings.lake.market_dir(store), settings.agents)
     table = market_oracle(spec, agents.alpha_grid, agents.k_grid, cfg.selection_seeds)
     response, defended = best_fixed_responses(
-        spec, agents.alpha_grid, agents.stress_radius, spec.nominal_k, cfg.selection_seeds
+        spec, agents.alpha_grid, agents.stress_radius, agents.nominal_k, cfg.selection_seeds
     )
     report = observed.observation_report(spec, agents.k_grid, cfg.selection_seeds)
     ledger = agent_ledger(
@@ -248,7 +254,7 @@ def market_oracle_asset(context: dg.AssetExecutionContext, storage: StorageResou
     write_json_atomic(None if defended is None else defended.to_dict(), paths[2])
     write_parquet_atomic(report.accuracy, paths[3])
     write_parquet_atomic(ledger, paths[4])
-    figure = plot_ledger(ledger, spec.nominal_k, store)
+    figure = plot_ledger(ledger, agents.nominal_k, store)
     plot = figure_markdown(figure, folder / LEDGER_PLOT_FILE, f"agent ledger ({store})")
     version, artifacts = artifact_version(*paths)
     yield dg.MaterializeResult(
@@ -263,7 +269,7 @@ def market_oracle_asset(context: dg.AssetExecutionContext, storage: StorageResou
             best_undefended_objective=response.objective,
             best_defended=str(None if defended is None else spec.action_values(defended.action)),
             best_actions=dg.MetadataValue.md(oracle.oracle_markdown(table)),
-            ledger=dg.MetadataValue.md(ledger_markdown(ledger, spec.nominal_k)),
+            ledger=dg.MetadataValue.md(ledger_markdown(ledger, agents.nominal_k)),
             ledger_plot=plot,
             observation=dg.MetadataValue.md(report.markdown()),
         ),
@@ -382,11 +388,11 @@ def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.As
     ]
 
 
-def env_check_result(folder: Path) -> dg.AssetCheckResult:
+def env_check_result(folder: Path, agents: AgentsConfig) -> dg.AssetCheckResult:
     """Run gymnasium's `check_env` on a robust env built from the spec saved in `folder`."""
     from gymnasium.utils.env_checker import check_env
 
-    env = PricingMarketEnv(MarketSpec.load(folder), CHECK_ENV_ALPHA, robust=True)
+    env = PricingMarketEnv(MarketSpec.load(folder, agents), CHECK_ENV_ALPHA, robust=True)
     try:
         check_env(env, skip_render_check=True)
     except (AssertionError, gym.error.Error) as error:

@@ -50,6 +50,7 @@ SENSITIVITY_READS = (
     "evaluation.test_episodes",
     "evaluation.max_human_harm",
     "agents.alpha_grid",
+    "agents.nominal_k",
     "agents.stress_radius",
 )
 
@@ -60,7 +61,7 @@ def sensitivity_design(settings: Settings, spec: MarketSpec) -> SensitivityDesig
     return SensitivityDesign(
         agents.alpha_grid,
         agents.stress_radius,
-        spec.nominal_k,
+        agents.nominal_k,
         cfg.selection_seeds,
         cfg.test_seeds,
         cfg.max_human_harm,
@@ -79,7 +80,7 @@ def market_sensitivity_asset(
     continuous action space (profit advantage, detector value beyond engagement, total human
     harm, FPR at α = 0, certified). A conclusion is robust only if it holds at every point."""
     store, settings = context.partition_key, storage.settings()
-    spec = MarketSpec.load(settings.lake.market_dir(store))
+    spec = MarketSpec.load(settings.lake.market_dir(store), settings.agents)
     prices_dir = settings.lake.store_prices_dir(store)
     prices = read_store_prices(prices_dir)
     quotes = pl.read_parquet(prices_dir / QUOTES_FILE)

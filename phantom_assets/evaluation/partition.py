@@ -66,7 +66,7 @@ def evaluate_policies(
             shared[identity] = PolicyEvaluation(
                 nominal_rows(runner, agents.alpha_grid, agents.k_grid, seeds),
                 pl.concat(
-                    stress_rows(runner, a0, agents.stress_radius, spec.nominal_k, seeds, tests)
+                    stress_rows(runner, a0, agents.stress_radius, agents.nominal_k, seeds, tests)
                     for a0 in agents.alpha_grid
                 ),
                 action_traces(runner, agents.alpha_grid, agents.k_grid, seeds),

@@ -274,7 +274,7 @@ def evaluate_policy(
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     runner = EpisodeRunner(policy, spec, max_steps)
     seeds = range(seed, seed + episodes)
-    rows = nominal_rows(runner, alphas, ks or (spec.nominal_k,), seeds, detectors)
+    rows = nominal_rows(runner, alphas, ks or (spec.agents.nominal_k,), seeds, detectors)
     logger.info("evaluated %s: %d rows", getattr(policy, "tier", "policy"), rows.height)
     return rows
 

@@ -32,10 +32,10 @@ def alpha_half_width(spec: MarketSpec) -> float:
     When both classes engage alike (W1 = 0) α is not identifiable and the whole [0, 1] interval
     is ambiguous (half-width 1); with ε = 0 the half-width is 0.
     """
-    if spec.ambiguity_radius_w1 == 0:
+    if spec.agents.ambiguity_radius_w1 == 0:
         return 0.0
     w1 = engagement_w1(*spec.banks)
-    return 1.0 if w1 <= 0 else float(min(spec.ambiguity_radius_w1 / w1, 1.0))
+    return 1.0 if w1 <= 0 else float(min(spec.agents.ambiguity_radius_w1 / w1, 1.0))
 
 
 def alpha_interval(
@@ -54,7 +54,7 @@ def robust_candidates(
     """(α, K) candidates of the robust mode: every pair of `robust_alpha_candidates` evenly spaced
     α over the ambiguity interval and the spec's K candidates, as two aligned arrays."""
     low, high = alpha_interval(spec, alpha, half_width)
-    alphas = np.unique(np.linspace(low, high, spec.robust_alpha_candidates))
-    ks = np.asarray(sorted(set(spec.robust_k_set)), dtype=np.int64)
+    alphas = np.unique(np.linspace(low, high, spec.agents.robust_alpha_candidates))
+    ks = np.asarray(sorted(set(spec.agents.robust_k_set)), dtype=np.int64)
     grid_alpha, grid_k = np.meshgrid(alphas, ks, indexing="ij")
     return grid_alpha.ravel(), grid_k.ravel()

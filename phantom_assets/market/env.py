@@ -81,7 +81,7 @@ class PricingMarketEnv(gym.Env):
 
     ## Arguments
     `spec`; `alpha` (share of shoppers sending an agent); `k` (clean sessions per agent, default
-    `spec.nominal_k`); `robust`; `lam` (default `spec.lam`); `detector` ("fitted" or the
+    `spec.agents.nominal_k`); `robust`; `lam` (default `spec.lam`); `detector` ("fitted" or the
     "permuted" ablation, nominal only); `reference_action` (the response human harm is measured
     against, e.g. the best undefended action; default: the action itself at δ = 0);
     `law` (an `EpisodeLaw`: each reset without α and K in its options draws them from it, as
@@ -112,8 +112,8 @@ class PricingMarketEnv(gym.Env):
         if robust and detector != "fitted":
             raise ValueError("the permuted-f ablation is a nominal evaluation (robust=False)")
         self.market = spec
-        self.base_alpha = _check_alpha(alpha)
-        self.base_k = _check_k(spec.nominal_k if k is None else k)
+        self.default_alpha = _check_alpha(alpha)
+        self.default_k = _check_k(spec.agents.nominal_k if k is None else k)
         self.robust, self.detector, self.law = bool(robust), detector, law
         self.lam = float(spec.lam if lam is None else lam)
         if self.lam < 0:
@@ -125,14 +125,15 @@ class PricingMarketEnv(gym.Env):
             0.0, 1.0, shape=(2 * n + len(OBS_EXTRA),), dtype=np.float32
         )
         self.engine = engine_of(spec) if engine is None else engine
-        self.half_width = alpha_half_width(spec)
+        # Only the robust mode reads the ambiguity set (its radius is an `[agents]` setting).
+        self.half_width = alpha_half_width(spec) if self.robust else 0.0
         human, agent = spec.banks
         self._score_means = (float(human.score.mean()), float(agent.score.mean()))
         self._world = point_world(spec)
         self._price_span = spec.p_high - spec.p_low
         self._product_cdf = spec.product_cdf
         self._maxima = (max(max(spec.markups), 1e-12), max(max(spec.detector_strengths), 1e-12))
-        self.alpha, self.k = self.base_alpha, self.base_k
+        self.alpha, self.k = self.default_alpha, self.default_k
         self._candidates = Candidates(np.array([self.alpha]), np.array([self.k]))
         self._decoy_rng: np.random.Generator | None = None
         self._undefended_action = self._action = spec.undefended_action
@@ -210,7 +211,7 @@ class PricingMarketEnv(gym.Env):
         super().reset(seed=seed)
         options = options or {}
         alpha, k = options.get("alpha"), options.get("k")
-        drawn = (self.base_alpha, self.base_k)
+        drawn = (self.default_alpha, self.default_k)
         if self.law is not None and (alpha is None or k is None):
             drawn = self.law.draw(self.np_random)
         self.alpha = drawn[0] if alpha is None else _check_alpha(alpha)
@@ -262,8 +263,8 @@ class PricingMarketEnv(gym.Env):
             detector=delta,
             alpha=float(candidates.alphas[chosen]),
             k=int(candidates.ks[chosen]),
-            alpha_nominal=self.alpha,
-            k_nominal=self.k,
+            nominal_alpha=self.alpha,
+            nominal_k=self.k,
             candidate_alphas=candidates.alphas.copy(),
             candidate_ks=candidates.ks.copy(),
             candidate_rewards=rewards,

@@ -293,7 +293,7 @@ def centre_on_optima(
     """The compiled spec with its grid centred (`centred_grid`) on its best undefended response
     and best defended action, both refined on the gate's stress objective at the nominal K over
     `seeds` (the selection seeds), and those two optima by family."""
-    stress = stress_objective(spec, alpha_grid, radius, spec.nominal_k, seeds)
+    stress = stress_objective(spec, alpha_grid, radius, spec.agents.nominal_k, seeds)
     undefended = best_action(spec, stress, "undefended")
     defended = best_action(spec, stress, "defended", also=[undefended.action])
     optima = {"undefended": undefended, "defended": defended}

@@ -72,10 +72,14 @@ def spec_markdown(
             f"{[round(d, 3) for d in spec.detector_strengths]}",
             "action grid (centred on the best responses)",
         ),
-        ("K nominal / robust", f"{spec.nominal_k} / {list(spec.robust_k_set)}", "declared"),
+        (
+            "K nominal / robust",
+            f"{spec.agents.nominal_k} / {list(spec.agents.robust_k_set)}",
+            "declared",
+        ),
         (
             "ε (W1 radius) → α half-width",
-            f"{spec.ambiguity_radius_w1:g} → {half_width:.3f} (W1 {w1:.3f})",
+            f"{spec.agents.ambiguity_radius_w1:g} → {half_width:.3f} (W1 {w1:.3f})",
             "declared",
         ),
     ]

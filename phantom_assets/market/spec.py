@@ -19,7 +19,6 @@ from phantom_assets.market.bank import ChainBank
 from phantom_assets.storage import atomic_write
 
 _DEFAULTS = MarketConfig()
-_AGENTS = AgentsConfig()
 BANK_FIELDS: tuple[str, ...] = ("engagement", "score", "weight")
 _BANK_ARRAYS: tuple[str, ...] = tuple(
     f"{actor}_{name}" for actor in ("human", "agent") for name in BANK_FIELDS
@@ -52,7 +51,6 @@ _TUPLE_FIELDS: tuple[str, ...] = (
     "base_levels",
     "markups",
     "detector_strengths",
-    "robust_k_set",
     "states",
 )
 HAND_BUILT_VALUATION_MEAN = 1.5
@@ -103,10 +101,9 @@ class MarketSpec:
         reference_engagement: s_ref, the engagement a flagged session is quoted as (at δ = 1).
         detector_threshold: τ, a session is flagged iff its prefix f exceeds it (set for a
             human false-positive rate, `MarketConfig.detector_fpr`).
-        nominal_k: nominal K, clean sessions per agent.
-        robust_k_set: K candidates of the robust ambiguity set.
-        robust_alpha_candidates: α candidates (evenly spaced over the ambiguity interval).
-        ambiguity_radius_w1: ε in engagement units (module docstring).
+        agents: the agent traffic's settings, received from `[agents]` (the one home of α and K:
+            nominal K, the robust mode's K and α candidates, its radius ε), never copied: they
+            are not part of the compiled market (`save` leaves them out, `load` receives them).
         shoppers_per_step: N shoppers per step (pricing period).
         lam: leakage charge per unit of leak in the reward (0: measured, not charged).
         eta_ux: cost of a unit relative change of the base level (price volatility).
@@ -153,10 +150,7 @@ class MarketSpec:
     engagement_scale: float = 10.0
     reference_engagement: float = 20.0
     detector_threshold: float = 0.5
-    nominal_k: int = _AGENTS.nominal_k
-    robust_k_set: tuple[int, ...] = _AGENTS.robust_k_set
-    robust_alpha_candidates: int = _AGENTS.robust_alpha_candidates
-    ambiguity_radius_w1: float = _AGENTS.ambiguity_radius_w1
+    agents: AgentsConfig = dataclasses.field(default_factory=AgentsConfig)
     shoppers_per_step: int = _DEFAULTS.shoppers_per_step
     lam: float = _DEFAULTS.lam
     eta_ux: float = 500.0
@@ -195,7 +189,6 @@ class MarketSpec:
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if self.store_markup is None:  # a hand-built grid: its middle markup
             object.__setattr__(self, "store_markup", float(self.markups[len(self.markups) // 2]))
-        object.__setattr__(self, "robust_k_set", tuple(int(k) for k in self.robust_k_set))
         for name in ("kernel_human", "kernel_agent"):
             validate_kernel(getattr(self, name), name, n_states=len(self.states))
         self.banks  # noqa: B018 -- validates the bank arrays
@@ -233,10 +226,6 @@ class MarketSpec:
             "engagement_scale": self.engagement_scale > 0,
             "reference_engagement": self.reference_engagement > 0,
             "detector_threshold": 0.0 <= self.detector_threshold <= 1.0,
-            "nominal_k": self.nominal_k >= 1,
-            "robust_k_set": len(self.robust_k_set) >= 1 and min(self.robust_k_set) >= 1,
-            "robust_alpha_candidates": self.robust_alpha_candidates >= 1,
-            "ambiguity_radius_w1": self.ambiguity_radius_w1 >= 0,
             "shoppers_per_step": self.shoppers_per_step >= 1,
             "lam": self.lam >= 0,
             "eta_ux": self.eta_ux >= 0,
@@ -345,11 +334,12 @@ class MarketSpec:
         return {
             f.name: getattr(self, f.name)
             for f in dataclasses.fields(self)
-            if f.name not in _ARRAY_FIELDS
+            if f.name not in (*_ARRAY_FIELDS, "agents")
         }
 
     def save(self, directory: str | Path) -> tuple[Path, Path]:
-        """Write `spec.npz` (arrays) and `spec.json` (scalars) atomically into `directory`."""
+        """Write `spec.npz` (arrays) and `spec.json` (scalars) atomically into `directory` (the
+        agent settings are not the market's: `load` receives them)."""
         folder = Path(directory)
         folder.mkdir(parents=True, exist_ok=True)
         arrays = {name: np.asarray(getattr(self, name)) for name in _ARRAY_FIELDS}
@@ -359,8 +349,9 @@ class MarketSpec:
         return npz_path, json_path
 
     @classmethod
-    def load(cls, directory: str | Path) -> MarketSpec:
-        """Read a spec written by `save`; a folder of an older spec layout fails naming it."""
+    def load(cls, directory: str | Path, agents: AgentsConfig) -> MarketSpec:
+        """Read a spec written by `save`, with the agent traffic `agents` (`Settings.agents`); a
+        folder of an older spec layout fails naming it."""
         folder = Path(directory)
         scalars = json.loads((folder / SPEC_SCALARS_FILE).read_text())
         fields = {f.name for f in dataclasses.fields(cls)}
@@ -374,4 +365,4 @@ class MarketSpec:
                     f"market_simulators"
                 )
             arrays = {name: data[name] for name in _ARRAY_FIELDS}
-        return cls(**scalars, **arrays)
+        return cls(**scalars, **arrays, agents=agents)

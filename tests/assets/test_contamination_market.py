@@ -255,9 +255,9 @@ def test_market_spec_round_trips_with_the_store_kernels_in_row_orientation(
 ):
     folder = built.lake / "market_simulators" / f"store={store}"
     assert (folder / "spec.npz").exists() and (folder / "spec.json").exists()
-    spec = MarketSpec.load(folder)
+    spec = MarketSpec.load(folder, built.settings.agents)
     spec.save(tmp_path)
-    back = MarketSpec.load(tmp_path)
+    back = MarketSpec.load(tmp_path, spec.agents)
     assert back._scalars() == spec._scalars()
     np.testing.assert_array_equal(back.agent_score, spec.agent_score)
     prices = read_store_prices(built.settings.lake.store_prices_dir(store))
@@ -275,7 +275,7 @@ def test_market_spec_round_trips_with_the_store_kernels_in_row_orientation(
 
 
 def test_market_env_built_from_the_saved_spec_steps(built: Built):
-    spec = MarketSpec.load(built.lake / "market_simulators" / "store=hotel")
+    spec = MarketSpec.load(built.lake / "market_simulators" / "store=hotel", built.settings.agents)
     env = make_env(spec, 0.5, robust=True)
     obs, _ = env.reset(seed=0)
     assert env.observation_space.contains(obs)
@@ -289,7 +289,9 @@ def test_market_env_built_from_the_saved_spec_steps(built: Built):
 def test_market_banks_are_scored_with_the_store_detector_and_set_the_half_width(built: Built):
     """The spec's banks use the store's selected f (agents score higher than humans on the
     store's own kernels) and the α half-width is ε over the engagement W1 of those banks."""
-    spec = MarketSpec.load(built.lake / "market_simulators" / "store=airline")
+    spec = MarketSpec.load(
+        built.lake / "market_simulators" / "store=airline", built.settings.agents
+    )
     human, agent = spec.banks
     assert agent.score.mean() > human.score.mean()
     record = built.instance.fetch_materializations(
@@ -404,9 +406,11 @@ def test_market_scores_its_chains_with_the_calibration_the_setting_selects(
     built: Built, logistic: Path
 ):
     temperature = built.settings.fingerprint.temperature
-    plain = MarketSpec.load(built.lake / "market_simulators" / "store=hotel")
+    plain = MarketSpec.load(built.lake / "market_simulators" / "store=hotel", built.settings.agents)
     assert (plain.f_intercept, plain.f_slope) == (0.0, 1.0 / temperature)
-    calibrated = MarketSpec.load(logistic / "market_simulators" / "store=hotel")
+    calibrated = MarketSpec.load(
+        logistic / "market_simulators" / "store=hotel", built.settings.agents
+    )
     calibration = json.loads(
         (logistic / "divergence_scores" / "store=hotel" / "calibration.json").read_text()
     )
@@ -454,7 +458,7 @@ def test_market_sensitivity_has_one_contract_row_per_declared_grid_point(built: 
     folder = built.settings.lake.sensitivity_dir(store)
     table = pl.read_parquet(folder / SENSITIVITY_FILE)
     market = built.settings.market
-    spec = MarketSpec.load(built.settings.lake.market_dir(store))
+    spec = MarketSpec.load(built.settings.lake.market_dir(store), built.settings.agents)
     expected = assumption_grid(spec, market, lambda s0: spec.store_markup)
     assert table.schema == pl.Schema(SENSITIVITY_SCHEMA)
     assert table["term"].to_list() == [values["term"] for values, _ in expected]
@@ -481,7 +485,9 @@ def test_the_detector_threshold_flags_the_configured_share_of_the_stores_humans(
     built: Built, store: str
 ):
     # Why: τ fixed at 0.5 instead of the human false-positive target survived every test.
-    spec = MarketSpec.load(built.lake / "market_simulators" / f"store={store}")
+    spec = MarketSpec.load(
+        built.lake / "market_simulators" / f"store={store}", built.settings.agents
+    )
     fpr, scores = built.settings.market.detector_fpr, np.sort(spec.human_score)
     # The (1 − fpr) empirical quantile (the "higher" order statistic) of the humans' scores.
     assert spec.detector_threshold == scores[math.ceil((scores.size - 1) * (1.0 - fpr))]

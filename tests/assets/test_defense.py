@@ -342,7 +342,7 @@ def test_a_grid_with_a_candidates_evaluation_missing_is_not_certified_and_says_w
 
 def test_regret_is_measured_against_the_oracle_table_of_the_build(built: Built):
     # Why: `benchmark_curves` given the tuned-static action as "the oracle" survived every test.
-    spec = MarketSpec.load(built.lake.market_dir(STORE))
+    spec = MarketSpec.load(built.lake.market_dir(STORE), built.settings.agents)
     oracle = pl.read_parquet(built.lake.oracle_dir(STORE) / ORACLE_FILE)
     regret = pl.read_parquet(built.lake.benchmark_dir(STORE) / REGRET_FILE)
     seeds = built.settings.evaluation.selection_seeds

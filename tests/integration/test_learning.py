@@ -84,7 +84,13 @@ def oracle(oracle_table) -> np.ndarray:
 def _profits(policy, market, alphas) -> np.ndarray:
     cfg = SETTINGS.evaluation
     rows = evaluate_policy(
-        policy, market, alphas, cfg.episodes, cfg.seed, ks=[market.nominal_k], detectors=["fitted"]
+        policy,
+        market,
+        alphas,
+        cfg.episodes,
+        cfg.seed,
+        ks=[market.agents.nominal_k],
+        detectors=["fitted"],
     )
     return rows.group_by("alpha").agg(pl.col("profit").mean()).sort("alpha")["profit"].to_numpy()
 
@@ -119,7 +125,7 @@ def held_out(market, oracle_table):
     trained on the band, on the held-out seeds: (regret, adaptivity, gain over tuned-static)."""
     agents, cfg = SETTINGS.agents, SETTINGS.evaluation
     tuned, _ = best_fixed_responses(
-        market, ALPHAS, agents.stress_radius, market.nominal_k, cfg.selection_seeds
+        market, ALPHAS, agents.stress_radius, market.agents.nominal_k, cfg.selection_seeds
     )
     policies = {
         "tuned": TunedStaticPolicy(tuned.action),

@@ -58,7 +58,14 @@ EXPECTED_READERS: dict[str, tuple[str, ...]] = {
     "agents.train_alphas": ("benchmark_curves",),
     "agents.train_alpha_radius": ("trained_policies",),
     "agents.train_law": ("trained_policies",),
-    "agents.nominal_k": ("market_simulators",),
+    "agents.nominal_k": (
+        "coi_erosion",
+        "market_oracle",
+        "market_sensitivity",
+        "market_simulators",
+        "policy_evaluations",
+        "trained_policies",
+    ),
     "agents.k_grid": (
         "benchmark_curves",
         "market_oracle",
@@ -66,9 +73,9 @@ EXPECTED_READERS: dict[str, tuple[str, ...]] = {
         "trained_policies",
     ),
     "agents.erosion_k_grid": ("coi_erosion",),
-    "agents.robust_k_set": ("market_simulators",),
-    "agents.robust_alpha_candidates": ("market_simulators",),
-    "agents.ambiguity_radius_w1": ("market_simulators",),
+    "agents.robust_k_set": ("market_simulators", "trained_policies"),
+    "agents.robust_alpha_candidates": ("market_simulators", "trained_policies"),
+    "agents.ambiguity_radius_w1": ("market_simulators", "trained_policies"),
     "agents.stress_radius": (
         "market_oracle",
         "market_sensitivity",

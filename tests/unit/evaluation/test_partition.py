@@ -25,7 +25,7 @@ LABELS = ["store", "policy", "tier", "mode", "train_alpha", "config_hash", "trai
 
 def conformance(spec, evaluation):
     return protocol_conformance(
-        evaluation.nominal, evaluation.stress, PROTOCOL, GRID, spec.nominal_k
+        evaluation.nominal, evaluation.stress, PROTOCOL, GRID, spec.agents.nominal_k
     )
 
 
@@ -42,7 +42,7 @@ def test_stress_rows_hold_every_band_alpha_on_selection_and_held_out_seeds_per_g
     spec, partitions
 ):
     stress = partitions["static-a000"].stress.filter(train_seed=0, alpha0=0.5)
-    assert "worst_alpha" not in stress.columns and set(stress["k"]) == {spec.nominal_k}
+    assert "worst_alpha" not in stress.columns and set(stress["k"]) == {spec.agents.nominal_k}
     for split, seeds in (
         (SELECTION_SPLIT, PROTOCOL.selection_seeds),
         (TEST_SPLIT, PROTOCOL.test_seeds),
@@ -85,7 +85,7 @@ def test_evaluated_partitions_conform_to_the_protocol(spec, partitions):
 def test_protocol_conformance_names_the_broken_condition(spec, partitions, broken, field):
     evaluation = partitions["static-a000"]
     result = protocol_conformance(
-        *broken(evaluation.nominal, evaluation.stress), PROTOCOL, GRID, spec.nominal_k
+        *broken(evaluation.nominal, evaluation.stress), PROTOCOL, GRID, spec.agents.nominal_k
     )
     failed = {k for k, v in dataclasses.asdict(result).items() if not v}
     assert not result.holds and failed == {field}

@@ -4,7 +4,9 @@ MarketSpec v3, every term with its source."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -13,6 +15,8 @@ import pytest
 from phantom_assets.config import AgentsConfig, MarketConfig
 from phantom_assets.market import (
     ChainBank,
+    MarketSpec,
+    PricingMarketEnv,
     anchor_prices,
     chain_banks,
     compile_market_spec,
@@ -91,19 +95,28 @@ def test_compile_market_spec_takes_the_store_kernels_as_given(kernels):
         "shoppers_per_step",
         "base_levels",
         "detector_strengths",
-        "nominal_k",
-        "robust_k_set",
-        "robust_alpha_candidates",
-        "ambiguity_radius_w1",
         "lam",
         "episode_steps",
     ],
 )
-def test_compile_market_spec_follows_the_market_and_agent_settings(kernels, field):
+def test_compile_market_spec_follows_the_market_settings(kernels, field):
     spec = compile_market_spec(*kernels, SMALL, anchor_seed=0, agents=AGENTS)
-    source = SMALL if hasattr(SMALL, field) else AGENTS
-    assert getattr(spec, field) == getattr(source, field)
+    assert getattr(spec, field) == getattr(SMALL, field)
     assert spec.banks[0].size == SMALL.chain_bank_size
+
+
+def test_the_spec_receives_the_agent_settings_and_does_not_save_them(kernels, tmp_path: Path):
+    """α and K live in `[agents]` only: the compiled spec holds that very section, its files
+    carry none of it, and a spec loaded with other agent settings plays those."""
+    spec = compile_market_spec(*kernels, SMALL, anchor_seed=0, agents=AGENTS)
+    assert spec.agents is AGENTS
+    spec.save(tmp_path)
+    saved = json.loads((tmp_path / "spec.json").read_text())
+    assert not {f.name for f in dataclasses.fields(AgentsConfig)} & set(saved)
+    other = AgentsConfig(nominal_k=5)
+    loaded = MarketSpec.load(tmp_path, other)
+    assert loaded.agents is other
+    assert PricingMarketEnv(loaded).k == 5 and PricingMarketEnv(spec).k == AGENTS.nominal_k
 
 
 def test_a_store_without_price_logs_gets_the_declared_terms_and_says_so(kernels):

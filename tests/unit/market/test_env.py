@@ -152,7 +152,7 @@ def test_robust_step_executes_the_minimum_reward_candidate_over_alpha_and_k(spec
         _, reward, _, _, info = env.step(action)
         rewards = info["candidate_rewards"]
         assert rewards.size == info["candidate_alphas"].size == info["candidate_ks"].size
-        assert set(info["candidate_ks"]) == set(spec.robust_k_set)
+        assert set(info["candidate_ks"]) == set(spec.agents.robust_k_set)
         assert reward == rewards.min()
         chosen = int(np.argmin(rewards))
         assert (info["alpha"], info["k"]) == (
@@ -232,10 +232,10 @@ def test_reset_options_override_alpha_and_k_for_one_episode(spec):
     env = PricingMarketEnv(spec, 0.2, 2)
     env.reset(seed=0, options={"alpha": 0.9, "k": 5})
     info = env.step(0)[4]
-    assert (info["alpha_nominal"], info["k_nominal"]) == (0.9, 5)
+    assert (info["nominal_alpha"], info["nominal_k"]) == (0.9, 5)
     env.reset(seed=0)
     info = env.step(0)[4]
-    assert (info["alpha_nominal"], info["k_nominal"]) == (0.2, 2)
+    assert (info["nominal_alpha"], info["nominal_k"]) == (0.2, 2)
 
 
 def test_make_env_truncates_at_the_episode_length(make_spec):

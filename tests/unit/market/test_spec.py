@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from phantom_assets.config import AgentsConfig
 from phantom_assets.market import (
     ChainBank,
     MarketSpec,
@@ -34,9 +35,9 @@ def test_engagement_w1_is_the_mean_quantile_gap():
 
 def test_alpha_half_width_is_the_radius_over_w1(spec, make_spec):
     w1 = engagement_w1(*spec.banks)
-    assert alpha_half_width(make_spec(ambiguity_radius_w1=w1 / 4)) == pytest.approx(0.25)
-    assert alpha_half_width(make_spec(ambiguity_radius_w1=0.0)) == 0.0
-    assert alpha_half_width(make_spec(ambiguity_radius_w1=10 * w1)) == 1.0
+    for radius, half_width in ((w1 / 4, 0.25), (0.0, 0.0), (10 * w1, 1.0)):
+        agents = AgentsConfig(ambiguity_radius_w1=radius)
+        assert alpha_half_width(make_spec(agents=agents)) == pytest.approx(half_width)
 
 
 def test_alpha_half_width_is_one_when_both_classes_engage_alike(spec, make_spec):
@@ -54,7 +55,7 @@ def test_robust_candidates_cover_the_alpha_interval_times_the_k_set(alpha, spec)
     alphas, ks = robust_candidates(spec, alpha)
     low, high = alpha_interval(spec, alpha)
     assert alphas.size == ks.size
-    assert set(ks.tolist()) == set(spec.robust_k_set)
+    assert set(ks.tolist()) == set(spec.agents.robust_k_set)
     assert alphas.min() == pytest.approx(low) and alphas.max() == pytest.approx(high)
     assert 0.0 <= low <= alpha <= high <= 1.0
 
@@ -62,7 +63,7 @@ def test_robust_candidates_cover_the_alpha_interval_times_the_k_set(alpha, spec)
 def test_market_spec_save_and_load_roundtrip_without_temp_files(spec, tmp_path: Path):
     spec.save(tmp_path / "spec")
     assert sorted(p.name for p in (tmp_path / "spec").iterdir()) == ["spec.json", "spec.npz"]
-    back = MarketSpec.load(tmp_path / "spec")
+    back = MarketSpec.load(tmp_path / "spec", spec.agents)
     assert back._scalars() == spec._scalars()
     for name in ("anchor", "human_engagement", "agent_score", "kernel_agent"):
         np.testing.assert_array_equal(getattr(back, name), getattr(spec, name))
@@ -74,7 +75,7 @@ def test_loading_a_market_v1_spec_names_the_file_and_the_fix(spec, tmp_path: Pat
         v1 = {k: data[k] for k in ("kernel_human", "kernel_agent", "anchor")}
     np.savez(tmp_path / "spec.npz", **v1)
     with pytest.raises(ValueError, match=r"older market spec layout.*market_simulators"):
-        MarketSpec.load(tmp_path)
+        MarketSpec.load(tmp_path, spec.agents)
 
 
 def test_market_spec_arrays_are_read_only(spec):
@@ -92,8 +93,6 @@ def test_market_spec_arrays_are_read_only(spec):
         ("quote_noise", 1.0),
         ("detector_strengths", (0.5,)),
         ("markups", (-0.1, 0.5)),
-        ("nominal_k", 0),
-        ("robust_k_set", (0, 2)),
     ],
 )
 def test_market_spec_rejects_invalid_fields(field, value, make_spec):

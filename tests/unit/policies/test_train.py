@@ -62,7 +62,7 @@ def test_training_env_has_the_adversary_and_lambda_of_its_mode(spec, mode):
     env = training_env(spec, 0.4, mode, ablation_lam=2.5).unwrapped
     setting = TRAINING_MODES[mode]
     assert (env.robust, env.lam) == (setting.robust, 2.5 if setting.charged else 0.0)
-    assert env.base_alpha == 0.4 and env.detector == "fitted"
+    assert env.default_alpha == 0.4 and env.detector == "fitted"
 
 
 def test_a_training_law_sets_every_training_episodes_alpha_and_k_and_is_recorded(spec, tiny):

@@ -22,6 +22,8 @@ from phantom_assets.constants import (
     DEFAULT_KAPPA,
     DEFAULT_TEMPERATURE,
     GATE_REFERENCE_TIERS,
+    HEURISTIC_TIERS,
+    LEARNABLE_TIERS,
 )
 from phantom_assets.lake import Lake
 from phantom_assets.reads import not_recorded, record_setting_read
@@ -203,6 +205,11 @@ class AgentsConfig(SettingsSection, section="agents"):
         for name, grid in grids.items():
             if not grid or any(not 0.0 <= a <= 1.0 for a in grid):
                 raise ValueError(f"[agents] {name} must be a non-empty list in [0, 1]: {grid!r}")
+        if len(set(self.alpha_grid)) < 2:
+            raise ValueError(
+                f"[agents] alpha_grid needs at least two values: the benchmark measures how "
+                f"every metric moves with α, got {self.alpha_grid!r}"
+            )
         ks = {
             "k_grid": self.k_grid,
             "erosion_k_grid": self.erosion_k_grid,
@@ -410,6 +417,18 @@ class TrainingConfig(SettingsSection, section="training"):
             raise ValueError(
                 f"[training] tiers must include {missing}: the certificate compares "
                 f"every candidate with them"
+            )
+        unknown = [tier for tier in self.tiers if tier not in HEURISTIC_TIERS + LEARNABLE_TIERS]
+        if unknown:
+            raise ValueError(
+                f"[training] tiers {unknown} are unknown: the tiers are "
+                f"{HEURISTIC_TIERS + LEARNABLE_TIERS}"
+            )
+        learnable = [tier for tier in self.tiers if tier in LEARNABLE_TIERS]
+        if self.ablation_tier not in learnable:
+            raise ValueError(
+                f"[training] ablation_tier {self.ablation_tier!r} must be one of the learnable "
+                f"tiers trained here, {learnable} (it is also trained in the charged modes)"
             )
 
 

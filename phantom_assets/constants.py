@@ -180,6 +180,8 @@ CANONICAL_COLUMNS: Final[tuple[str, ...]] = (
 
 # --- evaluation splits and the gate's references (docs/method.md#promotion-gate) ------------------
 # The store's own pricing and the best undefended response: every candidate is compared with them.
+HEURISTIC_TIERS: Final[tuple[str, ...]] = ("static", "tuned", "defended", "surge", "linear")
+LEARNABLE_TIERS: Final[tuple[str, ...]] = ("qtable", "ppo", "a2c", "dqn")
 GATE_REFERENCE_TIERS: Final[tuple[str, ...]] = ("static", "tuned")
 # Stress rows of the selection seeds choose the band's worst alpha and the gate's candidate; rows
 # of the held-out test seeds only test it.

@@ -125,11 +125,12 @@ def _copy_snapshot(source: str, target: str) -> None:
         reader.backup(writer)
 
 
-def build(root: Path) -> BuiltPipeline:
-    """Run `phantom run` on a fresh `root` (the demo is simulated into its empty drop zone)."""
+def build(root: Path, config: str = TINY_CONFIG) -> BuiltPipeline:
+    """Run `phantom run` with `config` on a fresh `root` (the demo is simulated into its empty
+    drop zone)."""
     built = BuiltPipeline(root)
     root.mkdir(parents=True, exist_ok=True)
-    built.config_file.write_text(TINY_CONFIG)
+    built.config_file.write_text(config)
     run = built.phantom("run", timeout=BUILD_TIMEOUT_S)
     (root / _STDOUT).write_text(run.stdout)
     (root / _STDERR).write_text(run.stderr)
@@ -138,14 +139,16 @@ def build(root: Path) -> BuiltPipeline:
     return built
 
 
-def shared_build(basetemp: Path) -> BuiltPipeline:
-    """The session's build, made by whichever process asks first (xdist workers share the
-    parent of their own temp folders)."""
+def shared_build(
+    basetemp: Path, name: str = "built_pipeline", config: str = TINY_CONFIG
+) -> BuiltPipeline:
+    """The session's build `name` of `config`, made by whichever process asks first (xdist
+    workers share the parent of their own temp folders)."""
     shared = basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp
-    root = shared / "built_pipeline"
-    with FileLock(str(shared / "built_pipeline.lock")):
+    root = shared / name
+    with FileLock(str(shared / f"{name}.lock")):
         if not (root / _DONE).exists():
             if root.exists():
                 shutil.rmtree(root)  # a build interrupted earlier in this session
-            build(root)
+            build(root, config)
     return BuiltPipeline(root)

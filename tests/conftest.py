@@ -8,7 +8,7 @@ import pytest
 
 from phantom_assets.config import Settings
 from tests.built_pipeline import BuiltPipeline, shared_build
-from tests.pipeline_helpers import MANIFEST, tiny_settings
+from tests.pipeline_helpers import MANIFEST, PLANTED_CONFIG, tiny_settings
 
 
 def _parse_manifest_if_stale() -> None:
@@ -49,5 +49,14 @@ def settings(tmp_path: Path) -> Settings:
 def built_pipeline(tmp_path_factory: pytest.TempPathFactory) -> BuiltPipeline:
     """`phantom run` on the tiny config, once per session (read it; change only `copy_to`)."""
     built = shared_build(tmp_path_factory.getbasetemp())
+    assert built.returncode == 0, built.stderr[-4000:]
+    return built
+
+
+@pytest.fixture(scope="session")
+def planted_pipeline(tmp_path_factory: pytest.TempPathFactory) -> BuiltPipeline:
+    """`phantom run` on the planted world where a defence pays (`PLANTED_CONFIG`), once per
+    session: the build whose certificates the tests expect to pass."""
+    built = shared_build(tmp_path_factory.getbasetemp(), "planted_pipeline", PLANTED_CONFIG)
     assert built.returncode == 0, built.stderr[-4000:]
     return built

@@ -15,10 +15,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from phantom_assets.constants import HEURISTIC_TIERS, LEARNABLE_TIERS
 from phantom_assets.lake import alpha_key
 
-HEURISTIC_TIERS: tuple[str, ...] = ("static", "tuned", "defended", "surge", "linear")
-LEARNABLE_TIERS: tuple[str, ...] = ("qtable", "ppo", "a2c", "dqn")
 SB3_TIERS: tuple[str, ...] = ("ppo", "a2c", "dqn")
 TIERS: tuple[str, ...] = HEURISTIC_TIERS + LEARNABLE_TIERS
 HEURISTIC_MODE = "heuristic"

@@ -142,3 +142,23 @@ def test_every_default_lies_in_its_settings_range():
             values = default if isinstance(default, tuple) else (default,)
             numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
             assert all(bounds_of(cls, spec.name).admits(v) for v in numbers), (cls, spec.name)
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("[agents]\nalpha_grid = [0.5]\n", r"alpha_grid needs at least two values"),
+        ('[training]\ntiers = ["static", "tuned", "defended"]\n', r"ablation_tier 'dqn' must be"),
+        ('[training]\ntiers = ["static", "tuned", "qtabel"]\n', r"tiers \['qtabel'\] are unknown"),
+    ],
+)
+def test_a_config_the_pipeline_could_not_finish_fails_at_load_naming_the_setting(
+    tmp_path: Path, toml: str, message: str
+):
+    """A one-point α grid (the benchmark regresses on α) or an ablation tier that is not trained
+    used to load fine and fail at the end of a run; they fail before anything runs."""
+    path = tmp_path / "phantom.toml"
+    path.write_text(toml)
+    with pytest.raises(ValueError, match=message) as raised:
+        load_settings("demo", config_file=path)
+    assert "phantom.toml" in str(raised.value)

@@ -187,6 +187,18 @@ MUTANTS = (
         new="for name in sorted(reads.assets - own - upstream - reads.assets)",
         tests=("tests/unit/test_declared_assets.py",),
     ),
+    Mutant(
+        name="gate_never_certifies",
+        description="the gate asks a Holm p below 1/100 of its level: it keeps its false "
+        "certification rate, and certifies nothing where a defence does pay",
+        path="phantom_assets/audit/gate.py",
+        old="if holm[i] <= level and not failed_checks[t.policy]",
+        new="if holm[i] <= level / 100 and not failed_checks[t.policy]",
+        tests=(
+            "tests/e2e/test_planted.py",
+            "tests/statistics/test_gate_calibration.py",
+        ),
+    ),
 )
 
 

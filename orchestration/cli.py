@@ -415,6 +415,47 @@ def cmd_certify(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_score(args: argparse.Namespace) -> int:
+    from phantom_assets.detector import BUNDLE_FILE, DetectorBundle, StreamScorer
+
+    if args.bundle:
+        path = Path(args.bundle)
+    else:
+        from orchestration.resources import settings_from_env
+
+        path = settings_from_env().lake.detector_dir(args.store) / BUNDLE_FILE
+    if not path.is_file():
+        logger.error(
+            "no detector bundle at %s: run `phantom run` (it builds detector_bundle[%s]) or "
+            "pass --bundle",
+            path,
+            args.store,
+        )
+        return 1
+    try:
+        scorer = StreamScorer(DetectorBundle.load(path))
+    except ValueError as error:
+        logger.error("%s", error)
+        return 1
+    rejected = 0
+    for number, line in enumerate(sys.stdin, start=1):
+        if not line.strip():
+            continue
+        try:
+            quote = scorer.push(json.loads(line))
+        except ValueError as error:  # json.JSONDecodeError is a ValueError
+            rejected += 1
+            logger.error("stdin line %d rejected: %s: %s", number, error, line.strip()[:200])
+            continue
+        if quote is not None:
+            sys.stdout.write(json.dumps(quote) + "\n")
+            if args.flush:
+                sys.stdout.flush()
+    if rejected:
+        logger.error("%d line(s) rejected (named above); every other line was scored", rejected)
+    return 1 if rejected else 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.target == "calibration":
         from phantom_assets.calibration import run_studies
@@ -457,6 +498,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         except (ValueError, RuntimeError) as error:
             logger.error("%s", error)
             return 1
+    elif args.target == "detector":
+        result = _bench_detector(args.store, args.repeats)
+        if result is None:
+            return 1
     elif args.target == "fingerprint":
         from phantom_assets.fingerprint.bench import bench_fingerprint
 
@@ -467,6 +512,26 @@ def cmd_bench(args: argparse.Namespace) -> int:
         result = bench_env(steps=args.steps, seed=args.seed or 0, repeats=args.repeats)
     sys.stdout.write(json.dumps(result, sort_keys=True) + "\n")
     return 0
+
+
+def _bench_detector(store: str, repeats: int) -> dict | None:
+    """`phantom bench detector`: the data root's bundle of `store` over its labelled sessions."""
+    import polars as pl
+
+    from orchestration.resources import settings_from_env
+    from phantom_assets.constants import ACTORS
+    from phantom_assets.detector import BUNDLE_FILE, DetectorBundle
+    from phantom_assets.detector.bench import bench_detector
+
+    lake = settings_from_env().lake
+    path = lake.detector_dir(store) / BUNDLE_FILE
+    sessions = [lake.labeled_sessions(store, actor) for actor in ACTORS]
+    missing = [str(p) for p in (path, *sessions) if not p.is_file()]
+    if missing:
+        logger.error("bench detector needs a built data root (run `phantom run`): no %s", missing)
+        return None
+    trajectories = pl.concat([pl.read_parquet(p, columns=["trajectory"]) for p in sessions])
+    return bench_detector(DetectorBundle.load(path), trajectories["trajectory"], repeats)
 
 
 def _store_names(text: str) -> str:
@@ -599,6 +664,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     certify.set_defaults(func=cmd_certify)
 
+    score = sub.add_parser(
+        "score",
+        help="score live sessions with a store's detector bundle: JSON Lines events on stdin "
+        "({session_id, event[, event_id]}, sessions may interleave), one JSON line per quote "
+        "on stdout ({session_id, index, [event_id,] score, flagged}); a bad line is named on "
+        "stderr and skipped (exit 1 at the end)",
+    )
+    score.add_argument("--bundle", help="a detector.json (default: the data root's, of --store)")
+    score.add_argument("--store", choices=STORES, default=STORES[0], help="default: %(default)s")
+    score.add_argument(
+        "--flush", action="store_true", help="flush after every quote (for a live pipe)"
+    )
+    score.set_defaults(func=cmd_score)
+
     bench = sub.add_parser(
         "bench",
         help="performance benchmarks (one JSON object); scale-out: a training slice on a "
@@ -606,11 +685,20 @@ def build_parser() -> argparse.ArgumentParser:
         "'*separability_report' on --scale x the demo's data (wall time, peak RSS); "
         "calibration: one JSON line per procedure x layout, non-zero exit if any misses its "
         "level or coverage; automation: a new --store export through `dagster dev`'s daemon "
-        "(seconds to the kernels, runs per change)",
+        "(seconds to the kernels, runs per change); detector: per-event latency and sessions/s "
+        "of the data root's bundle of --store over its labelled sessions",
     )
     bench.add_argument(
         "target",
-        choices=["env", "fingerprint", "calibration", "front", "scale-out", "automation"],
+        choices=[
+            "env",
+            "fingerprint",
+            "detector",
+            "calibration",
+            "front",
+            "scale-out",
+            "automation",
+        ],
     )
     bench.add_argument("--seed", type=int)
     bench.add_argument("--events", type=int, default=1_000_000, help="fingerprint corpus size")
@@ -643,7 +731,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--store",
         choices=STORES,
         default=SLICE_STORE,
-        help="scale-out: the slice's store; automation: the store of the new export",
+        help="scale-out: the slice's store; automation: the store of the new export; "
+        "detector: the store whose bundle is timed",
     )
     bench.add_argument(
         "--root", help="front: an empty folder to keep the data and logs in (default: a temp one)"

@@ -168,6 +168,9 @@ class Lake:
     def oracle_dir(self, store: str) -> Path:
         return partition_dir(self.root, "market_oracle", store=store)
 
+    def detector_dir(self, store: str) -> Path:
+        return partition_dir(self.root, "detector_bundle", store=store)
+
     # --- defense, evaluation, audit -----------------------------------------------------------
     def policy_dir(self, store: str, policy: str) -> Path:
         return partition_dir(self.root, "trained_policies", store=store, policy=policy)

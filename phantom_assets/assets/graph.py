@@ -13,6 +13,7 @@ from phantom_assets.assets.contamination import build_contamination_assets
 from phantom_assets.assets.dbt import build_warehouse_assets
 from phantom_assets.assets.defense import build_defense_assets
 from phantom_assets.assets.demand import build_demand_assets
+from phantom_assets.assets.detector import build_detector_assets
 from phantom_assets.assets.evaluation import build_evaluation_assets
 from phantom_assets.assets.fingerprint import build_fingerprint_assets
 from phantom_assets.assets.ingest import build_ingest_assets
@@ -33,6 +34,7 @@ BUILDERS = (
     build_price_assets,
     build_demand_assets,
     build_market_assets,
+    build_detector_assets,
     build_sensitivity_assets,
     build_defense_assets,
     build_evaluation_assets,

@@ -105,7 +105,7 @@ EXPECTED_READERS: dict[str, tuple[str, ...]] = {
     "market.cost_share": ("market_simulators",),
     "market.price_cap": ("market_simulators",),
     "market.reference_engagement_share": ("market_simulators",),
-    "market.detector_fpr": ("market_simulators",),
+    "market.detector_fpr": ("detector_bundle", "market_simulators"),
     "market.engagement_scale_share": ("market_simulators", "store_demand", "store_prices"),
     "market.declared_markup": ("market_simulators", "store_prices"),
     "market.declared_quote_noise": ("market_simulators", "store_prices"),

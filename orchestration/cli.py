@@ -19,10 +19,19 @@ from orchestration.scale_out.demo import STORE as SLICE_STORE
 from phantom_assets.calibration import STUDY_MODULES
 from phantom_assets.config import Settings
 from phantom_assets.constants import STORES
-from phantom_assets.lake import PUBLISH_PLAN_FILE, REPORT_FILE, REPORT_MD_FILE, SIGNATURE_FILE
+from phantom_assets.lake import (
+    DETECTOR_PUBLISH_PLAN_FILE,
+    PUBLISH_PLAN_FILE,
+    REPORT_FILE,
+    REPORT_MD_FILE,
+    SIGNATURE_FILE,
+)
 
 # Two cores: two runs at a time (training and evaluation are single-threaded per run).
 DEFAULT_WORKERS = 2
+# What `phantom publish` commits: the dataset, and the detectors in a model repo next to it.
+PUBLISHED_ASSETS = ("hf_dataset", "hf_detector")
+PUBLISH_PLAN_FILES = (PUBLISH_PLAN_FILE, DETECTOR_PUBLISH_PLAN_FILE)
 
 logger = logging.getLogger("phantom")
 # Library warnings of this process (Dagster's beta notices while the definitions load): into the
@@ -244,13 +253,19 @@ def cmd_publish(args: argparse.Namespace) -> int:
         config["private"] = False
     if args.revision:
         config["revision"] = args.revision
-    # The lake may come from another machine's run: publish what is there.
-    run_config = {"ops": {"hf_dataset": {"config": config}}}
-    # Publishing is an action, not a rebuild: it runs even when the staged dataset is fresh.
-    code, settings, _ = _run(args, "hf_dataset", run_config, check_upstream=False, force=True)
-    plan = settings.publish_dir / PUBLISH_PLAN_FILE
-    if plan.exists():
-        sys.stdout.write(plan.read_text())
+    # The lake may come from another machine's run: publish what is there. The dataset and, in a
+    # model repo next to it, the stores' detectors.
+    run_config = {"ops": {asset: {"config": config} for asset in PUBLISHED_ASSETS}}
+    selection = " or ".join(f'key:"{asset}"' for asset in PUBLISHED_ASSETS)
+    # Publishing is an action, not a rebuild: it runs even when the staged folders are fresh.
+    code, settings, _ = _run(args, selection, run_config, check_upstream=False, force=True)
+    plans = {
+        asset: json.loads((settings.publish_dir / name).read_text())
+        for asset, name in zip(PUBLISHED_ASSETS, PUBLISH_PLAN_FILES, strict=True)
+        if (settings.publish_dir / name).exists()
+    }
+    if plans:  # one JSON object: each repo's plan or commit, by asset
+        sys.stdout.write(json.dumps(plans, indent=2) + "\n")
     return code
 
 
@@ -617,7 +632,10 @@ def build_parser() -> argparse.ArgumentParser:
     batches.set_defaults(func=cmd_batches)
 
     publish = sub.add_parser(
-        "publish", help="stage the dataset and commit it to a (private) Hub dataset repo"
+        "publish",
+        help="stage the dataset and the stores' detectors and commit them to (private) Hub repos: "
+        "the dataset repo and the model repo <repo>-detector; prints one JSON object, each "
+        "repo's plan or commit by asset",
     )
     publish.add_argument(
         "--dry-run",

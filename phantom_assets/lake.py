@@ -39,6 +39,7 @@ EVALUATION_FILES = (NOMINAL_FILE, STRESS_FILE, TRACES_FILE)
 CURVES_FILE, DIFFERENCES_FILE = "curves.parquet", "differences.parquet"
 REGRESSION_FILE, SUMMARY_FILE = "regression.json", "summary.md"
 PUBLISH_PLAN_FILE = "last_publish.json"
+DETECTOR_PUBLISH_PLAN_FILE = "last_publish_detector.json"
 SLICE_DIGEST_FILE = "digest.json"
 
 # --- contaminated datasets G(α): sessions, demand proxy and the α̂ report per store × α ---

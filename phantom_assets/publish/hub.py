@@ -1,5 +1,5 @@
-"""Publish a staged dataset folder to the Hugging Face Hub in one atomic commit
-(docs/architecture.md#publishing).
+"""Publish a staged folder (the session dataset, or the detector as a model) to the Hugging Face
+Hub in one atomic commit (docs/architecture.md#publishing).
 
 The commit makes the repo's branch equal to the staged folder: it adds every staged file AND
 deletes every file the branch holds that the folder does not (`.gitattributes` is kept), so a file
@@ -23,15 +23,15 @@ import logging
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from phantom_assets.publish.redact import redact, redacting_logs
-from phantom_assets.publish.stage import StagedDataset
 
 __all__ = [
     "DEFAULT_BRANCH",
     "DEFAULT_COMMIT_MESSAGE",
     "KEEP_IN_REPO",
+    "REPO_TYPES",
     "PublishError",
     "PublishResult",
     "RemoteState",
@@ -47,6 +47,17 @@ DEFAULT_BRANCH: Final[str] = "main"
 # Files the Hub manages itself: never deleted even though the staged folder lacks them.
 KEEP_IN_REPO: Final[frozenset[str]] = frozenset({".gitattributes"})
 _CHUNK: Final[int] = 1 << 20
+REPO_TYPES: Final[tuple[str, ...]] = ("dataset", "model")
+
+
+class Staged(Protocol):
+    """A staged folder: `path` and every file in it (relative, POSIX-style)."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def files(self) -> tuple[str, ...]: ...
 
 
 class PublishError(RuntimeError):
@@ -120,9 +131,7 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def plan_operations(
-    staged: StagedDataset, remote_files: Iterable[str] = ()
-) -> list[dict[str, Any]]:
+def plan_operations(staged: Staged, remote_files: Iterable[str] = ()) -> list[dict[str, Any]]:
     """The commit that makes a branch holding `remote_files` equal to the staged folder.
 
     Args:
@@ -149,31 +158,35 @@ def plan_operations(
     return plan
 
 
-def visibility_warning(repo_id: str, private: bool, repo_private: bool | None) -> str | None:
+def visibility_warning(
+    repo_id: str, private: bool, repo_private: bool | None, repo_type: str = "dataset"
+) -> str | None:
     """The warning owed when a private publish meets a repo the Hub reports as public."""
     if not private or repo_private is not False:
         return None
     return (
-        f"dataset repo {repo_id!r} already exists and is PUBLIC although a private publish was "
-        "requested: the files are world-readable. Make it private (Hub settings page, or "
-        f"HfApi().update_repo_settings({repo_id!r}, private=True, repo_type='dataset')), or "
+        f"{repo_type} repo {repo_id!r} already exists and is PUBLIC although a private publish "
+        "was requested: the files are world-readable. Make it private (Hub settings page, or "
+        f"HfApi().update_repo_settings({repo_id!r}, private=True, repo_type={repo_type!r})), or "
         "publish with --public to confirm a public release."
     )
 
 
-def _read_remote(api: Any, repo_id: str, branch: str) -> RemoteState | None:
+def _read_remote(api: Any, repo_id: str, branch: str, repo_type: str) -> RemoteState | None:
     """Visibility, head and files of `branch` (of `main` if the branch is missing); None if
     the repo does not exist."""
     from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
 
     try:
-        info = api.repo_info(repo_id, repo_type="dataset", revision=branch)
+        info = api.repo_info(repo_id, repo_type=repo_type, revision=branch)
     except RevisionNotFoundError:  # a branch to create: it starts from main
-        return _read_remote(api, repo_id, DEFAULT_BRANCH) if branch != DEFAULT_BRANCH else None
+        if branch == DEFAULT_BRANCH:
+            return None
+        return _read_remote(api, repo_id, DEFAULT_BRANCH, repo_type)
     except RepositoryNotFoundError:
         return None
     head = info.sha
-    files = api.list_repo_files(repo_id, revision=head or branch, repo_type="dataset")
+    files = api.list_repo_files(repo_id, revision=head or branch, repo_type=repo_type)
     return RemoteState(info.private, head, tuple(sorted(files)))
 
 
@@ -184,7 +197,7 @@ def _api(endpoint: str | None, token: str) -> Any:
     return HfApi(endpoint=endpoint, token=token)
 
 
-def _require_files(staged: StagedDataset) -> None:
+def _require_files(staged: Staged) -> None:
     """ValueError naming the first staged file missing from the folder."""
     for name in staged.files:
         if not (staged.path / name).is_file():
@@ -194,17 +207,23 @@ def _require_files(staged: StagedDataset) -> None:
 
 
 def _commit(
-    api: Any, staged: StagedDataset, repo_id: str, branch: str, private: bool, message: str
+    api: Any,
+    staged: Staged,
+    repo_id: str,
+    branch: str,
+    private: bool,
+    message: str,
+    repo_type: str,
 ) -> PublishResult:
     """Create the repo (private as asked) and branch if needed, then commit adds + deletes."""
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
-    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+    api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True)
     if branch != DEFAULT_BRANCH:
-        api.create_branch(repo_id, branch=branch, repo_type="dataset", exist_ok=True)
-    remote = _read_remote(api, repo_id, branch)
+        api.create_branch(repo_id, branch=branch, repo_type=repo_type, exist_ok=True)
+    remote = _read_remote(api, repo_id, branch, repo_type)
     if remote is None:
-        raise RuntimeError(f"dataset repo {repo_id!r} is not readable right after creating it")
+        raise RuntimeError(f"{repo_type} repo {repo_id!r} is not readable right after creating it")
     plan = plan_operations(staged, remote.files)
     operations = [
         CommitOperationAdd(
@@ -218,11 +237,11 @@ def _commit(
         repo_id,
         operations,
         commit_message=message,
-        repo_type="dataset",
+        repo_type=repo_type,
         revision=branch,
         parent_commit=remote.head,
     )
-    warning = visibility_warning(repo_id, private, remote.private)
+    warning = visibility_warning(repo_id, private, remote.private, repo_type)
     deleted = sum(op["operation"] == "delete" for op in plan)
     logger.info(
         "published %s@%s in commit %s: %d adds, %d deletes",
@@ -247,12 +266,22 @@ def _commit(
 
 
 def _dry_run(
-    api: Any | None, staged: StagedDataset, repo_id: str | None, branch: str, private: bool
+    api: Any | None,
+    staged: Staged,
+    repo_id: str | None,
+    branch: str,
+    private: bool,
+    repo_type: str,
 ) -> PublishResult:
     """Plan without writing; with an `api` (token and repo) the branch is listed, read-only."""
-    remote = _read_remote(api, repo_id, branch) if api is not None and repo_id else None
+    listed = api is not None and repo_id
+    remote = _read_remote(api, repo_id, branch, repo_type) if listed else None
     plan = plan_operations(staged, remote.files if remote else ())
-    warning = visibility_warning(repo_id, private, remote.private) if remote and repo_id else None
+    warning = (
+        visibility_warning(repo_id, private, remote.private, repo_type)
+        if remote and repo_id
+        else None
+    )
     logger.info("dry run: %d operations planned for %s@%s", len(plan), repo_id, branch)
     return PublishResult(
         repo_id or None,
@@ -267,7 +296,7 @@ def _dry_run(
 
 
 def publish(
-    staged: StagedDataset,
+    staged: Staged,
     repo_id: str | None,
     token: str | None,
     *,
@@ -276,8 +305,9 @@ def publish(
     private: bool = True,
     dry_run: bool = False,
     commit_message: str = DEFAULT_COMMIT_MESSAGE,
+    repo_type: str = "dataset",
 ) -> PublishResult:
-    """Make branch `revision` of dataset repo `repo_id` equal the staged folder in ONE commit.
+    """Make branch `revision` of repo `repo_id` equal the staged folder in ONE commit.
 
     Args:
         staged: The staged folder (`stage_dataset`).
@@ -290,6 +320,7 @@ def publish(
         dry_run: Plan only; with a token and repo the branch is still listed (read-only) so the
             planned deletions are complete.
         commit_message: Commit summary.
+        repo_type: "dataset" (the session dataset) or "model" (the detector bundle).
 
     Returns:
         The `PublishResult` (commit url/oid unless dry run).
@@ -300,6 +331,8 @@ def publish(
     """
     if not commit_message.strip():
         raise ValueError(f"commit_message must be non-empty, got {commit_message!r}")
+    if repo_type not in REPO_TYPES:
+        raise ValueError(f"repo_type must be one of {REPO_TYPES}, got {repo_type!r}")
     _require_files(staged)
     branch = revision or DEFAULT_BRANCH
     failure: str | None = None
@@ -307,16 +340,16 @@ def publish(
         with redacting_logs(token):
             api = _api(endpoint, token) if token and repo_id else None
             if dry_run or api is None or not repo_id:
-                result = _dry_run(api, staged, repo_id, branch, private)
+                result = _dry_run(api, staged, repo_id, branch, private, repo_type)
             else:
-                result = _commit(api, staged, repo_id, branch, private, commit_message)
+                result = _commit(api, staged, repo_id, branch, private, commit_message, repo_type)
     except Exception as exc:  # re-raised below as PublishError, never swallowed
         failure = redact(f"{type(exc).__name__}: {exc}", token)
     if failure is not None:
         # Raised outside the except block so the original exception (which may quote the
         # token, e.g. an echoed header) is neither the cause nor the context.
         raise PublishError(
-            f"publishing {staged.path} to dataset {repo_id!r} (revision {branch!r}) failed: "
+            f"publishing {staged.path} to {repo_type} {repo_id!r} (revision {branch!r}) failed: "
             f"{failure}. Check the repo id, the endpoint and that the token has write access."
         )
     for warning in result.warnings:

@@ -151,7 +151,7 @@ def _write_folder(
     return sorted([CARD_PATH, SESSIONS_CSV, *(CONFIG_PATHS[name] for name in frames)])
 
 
-def _swap_into_place(staging: Path, out_dir: Path) -> None:
+def swap_into_place(staging: Path, out_dir: Path) -> None:
     """Rename `staging` to `out_dir`, replacing an existing folder there."""
     if not out_dir.exists():
         os.replace(staging, out_dir)
@@ -207,7 +207,7 @@ def stage_dataset(inputs: PublishInputs, out_dir: Path) -> StagedDataset:
     staging = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp."))
     try:
         files = _write_folder(staging, table, extra, card)
-        _swap_into_place(staging, out_dir)
+        swap_into_place(staging, out_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -3,9 +3,11 @@ the token never leaked; and the real pipeline's staged folder loads with `datase
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import shutil
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,13 +17,14 @@ import datasets
 import huggingface_hub.constants
 import polars as pl
 import pytest
-from huggingface_hub import DatasetCard, HfApi
+from huggingface_hub import DatasetCard, HfApi, ModelCard
 from huggingface_hub.errors import RepositoryNotFoundError
 
 from orchestration import cli
 from orchestration.resources import HubResource, build_resources
 from orchestration.runner import run_pipeline
 from phantom_assets.config import Settings
+from phantom_assets.detector import DetectorBundle
 from phantom_assets.publish import (
     CARD_PATH,
     CONFIG_PATHS,
@@ -241,6 +244,7 @@ class Pipeline:
     settings: Settings
     hub: FakeHub
     metadata: dict[str, object]
+    detector_metadata: dict[str, object]
 
     @property
     def folder(self) -> Path:
@@ -266,13 +270,20 @@ def pipeline(
             }
             with copy.instance() as instance:
                 report = run_pipeline(
-                    settings, instance, resources=resources, selection="hf_dataset"
+                    settings,
+                    instance,
+                    resources=resources,
+                    selection='key:"hf_dataset" or key:"hf_detector"',
                 )
                 assert not report.failed, report.failed
-                event = instance.get_latest_materialization_event(dg.AssetKey("hf_dataset"))
-                assert event is not None and event.asset_materialization is not None
-                metadata = {k: v.value for k, v in event.asset_materialization.metadata.items()}
-            yield Pipeline(settings, hub, metadata)
+                metadata = {}
+                for asset in ("hf_dataset", "hf_detector"):
+                    event = instance.get_latest_materialization_event(dg.AssetKey(asset))
+                    assert event is not None and event.asset_materialization is not None
+                    metadata[asset] = {
+                        k: v.value for k, v in event.asset_materialization.metadata.items()
+                    }
+            yield Pipeline(settings, hub, metadata["hf_dataset"], metadata["hf_detector"])
         finally:
             hub.stop()
 
@@ -345,9 +356,55 @@ def test_cli_publish_public_on_a_branch_creates_a_public_repo(
         (public_repo, "v2")
     ]
     printed = json.loads(capsys.readouterr().out)
-    assert (printed["private"], printed["repo_private"], printed["revision"]) == (
-        False,
-        False,
-        "v2",
+    for asset, repo in (("hf_dataset", public_repo), ("hf_detector", f"{public_repo}-detector")):
+        plan = printed[asset]
+        assert (plan["repo_id"], plan["private"], plan["repo_private"], plan["revision"]) == (
+            repo,
+            False,
+            False,
+            "v2",
+        )
+        assert state.repos[repo].private is False
+    for name in ("last_publish.json", "last_publish_detector.json"):
+        assert TOKEN not in (data_dir / "publish" / name).read_text()
+
+
+def test_pipeline_publishes_the_detectors_as_a_private_model_repo_usable_on_its_own(
+    pipeline: Pipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model repo next to the dataset holds each store's bundle, the scorer and a card; its
+    `runtime.py`, imported from the Hub's bytes alone, scores the store's sessions as the lake's
+    bundle does."""
+    repo = f"{REPO}-detector"
+    state = pipeline.hub.state
+    remote = state.files(repo)
+    folder = pipeline.settings.publish_dir / "hf_detector"
+    assert state.repos[repo].private is True
+    assert sorted(set(remote) - KEEP_IN_REPO) == sorted(
+        p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()
     )
-    assert TOKEN not in (data_dir / "publish" / "last_publish.json").read_text()
+    assert {"README.md", "runtime.py", "hotel/detector.json", "airline/detector.json"} <= set(
+        remote
+    )
+    card = ModelCard(remote["README.md"].decode())
+    assert card.data.license == "cc-by-4.0" and "bot-detection" in card.data.tags
+    assert "## Limits" in card.text and "| hotel |" in card.text
+    (tmp_path / "runtime.py").write_bytes(remote["runtime.py"])
+    spec = importlib.util.spec_from_file_location("hub_runtime", tmp_path / "runtime.py")
+    hub_runtime = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "hub_runtime", hub_runtime)  # as an import would
+    spec.loader.exec_module(hub_runtime)  # the stdlib alone: no phantom_assets import in it
+    assert "phantom_assets" not in remote["runtime.py"].decode()
+    lake = pipeline.settings.lake
+    for store in ("hotel", "airline"):
+        published = hub_runtime.DetectorBundle.from_dict(
+            json.loads(remote[f"{store}/detector.json"])
+        )
+        local = DetectorBundle.load(lake.detector_dir(store) / "detector.json")
+        trajectories = pl.read_parquet(lake.labeled_sessions(store, "human"))["trajectory"]
+        for events in trajectories.to_list():
+            assert [(q.index, q.score) for q in published.quotes(events)] == [
+                (q.index, q.score) for q in local.quotes(events)
+            ]
+    assert pipeline.detector_metadata["repo_id"] == repo
+    assert pipeline.detector_metadata["stores"] == ["airline", "hotel"]

@@ -24,7 +24,7 @@ from phantom_assets.config import Settings, load_settings
 
 # Where, not what: the data root and the profile name (whose defaults the other fields carry).
 NOT_LOGIC = ("profile", "data_dir")
-EVERY_FIELD_READERS = {"hf_dataset", "certification_report"}
+EVERY_FIELD_READERS = {"hf_dataset", "hf_detector", "certification_report"}
 # A valid other value of each field whose values are names.
 ALTERNATIVES: dict[str, Any] = {
     "train_law": "grid",

@@ -36,6 +36,10 @@ def detector_bundle(context: dg.AssetExecutionContext, storage: StorageResource)
     store, settings = context.partition_key, storage.settings()
     lake = settings.lake
     kernels = [load_kernel_set(lake, store, actor) for actor in ACTORS]
+    sessions = [
+        pl.read_parquet(lake.labeled_sessions(store, actor), columns=["trajectory"])
+        for actor in ACTORS
+    ]
     calibration = load_score_calibration(lake, store)
     spec = MarketSpec.load(lake.market_dir(store), settings.agents)
     human_bank, agent_bank = spec.banks
@@ -51,11 +55,7 @@ def detector_bundle(context: dg.AssetExecutionContext, storage: StorageResource)
         "inputs": {str(path.relative_to(lake.root)): file_digest(path) for path in inputs},
         "calibration": calibration.method,
         "fitted_on_sessions": {
-            actor: pl.scan_parquet(lake.labeled_sessions(store, actor))
-            .select(pl.len())
-            .collect()
-            .item()
-            for actor in ACTORS
+            actor: frame.height for actor, frame in zip(ACTORS, sessions, strict=True)
         },
         "out_of_fold_human_flag_rate": float(np.mean(human_bank.score > threshold)),
         "out_of_fold_agent_recall_at_quote": float(np.mean(agent_bank.score > threshold)),
@@ -71,8 +71,7 @@ def detector_bundle(context: dg.AssetExecutionContext, storage: StorageResource)
     folder = lake.detector_dir(store)
     path = save_bundle(bundle, folder)
     version, artifacts = artifact_version(path)
-    sessions = [pl.read_parquet(lake.labeled_sessions(store, actor)) for actor in ACTORS]
-    trajectories = pl.concat([s.select("trajectory") for s in sessions])["trajectory"]
+    trajectories = pl.concat(sessions)["trajectory"]
     errors = parity_errors(
         bundle, trajectories, kernels[0].full.probs, kernels[1].full.probs, calibration.linear_coef
     )

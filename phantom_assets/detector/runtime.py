@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 FORMAT = "phantom-detector/1"
+# `constants.START_TOKEN`/`END_TOKEN`, repeated: this file imports nothing of PHANTOM.
 START, END = "<start>", "<end>"
 
 

@@ -5,14 +5,13 @@ it flags at, intended use, limits)."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from phantom_assets.detector import BUNDLE_FILE, DetectorBundle
+from phantom_assets.detector import BUNDLE_FILE, DetectorBundle, save_bundle
 from phantom_assets.detector import runtime as runtime_module
 from phantom_assets.publish.stage import CARD_PATH, swap_into_place
 
@@ -151,10 +150,7 @@ def _write_model_folder(
 ) -> list[str]:
     files = [CARD_PATH, RUNTIME_FILE]
     for store, bundle in bundles.items():
-        (folder / store).mkdir()
-        (folder / store / BUNDLE_FILE).write_text(
-            json.dumps(bundle.to_dict(), indent=1, sort_keys=True)
-        )
+        save_bundle(bundle, folder / store)
         files.append(f"{store}/{BUNDLE_FILE}")
     (folder / RUNTIME_FILE).write_text(Path(runtime_module.__file__).read_text())
     (folder / CARD_PATH).write_text(model_card(bundles, config_hash), encoding="utf-8")

@@ -29,9 +29,9 @@ from phantom_assets.lake import (
 
 # Two cores: two runs at a time (training and evaluation are single-threaded per run).
 DEFAULT_WORKERS = 2
-# What `phantom publish` commits: the dataset, and the detectors in a model repo next to it.
-PUBLISHED_ASSETS = ("hf_dataset", "hf_detector")
-PUBLISH_PLAN_FILES = (PUBLISH_PLAN_FILE, DETECTOR_PUBLISH_PLAN_FILE)
+# What `phantom publish` commits (the dataset, and the detectors in a model repo next to it), and
+# the file each writes its plan or commit to.
+PUBLISH_PLANS = {"hf_dataset": PUBLISH_PLAN_FILE, "hf_detector": DETECTOR_PUBLISH_PLAN_FILE}
 
 logger = logging.getLogger("phantom")
 # Library warnings of this process (Dagster's beta notices while the definitions load): into the
@@ -255,13 +255,13 @@ def cmd_publish(args: argparse.Namespace) -> int:
         config["revision"] = args.revision
     # The lake may come from another machine's run: publish what is there. The dataset and, in a
     # model repo next to it, the stores' detectors.
-    run_config = {"ops": {asset: {"config": config} for asset in PUBLISHED_ASSETS}}
-    selection = " or ".join(f'key:"{asset}"' for asset in PUBLISHED_ASSETS)
+    run_config = {"ops": {asset: {"config": config} for asset in PUBLISH_PLANS}}
+    selection = " or ".join(f'key:"{asset}"' for asset in PUBLISH_PLANS)
     # Publishing is an action, not a rebuild: it runs even when the staged folders are fresh.
     code, settings, _ = _run(args, selection, run_config, check_upstream=False, force=True)
     plans = {
         asset: json.loads((settings.publish_dir / name).read_text())
-        for asset, name in zip(PUBLISHED_ASSETS, PUBLISH_PLAN_FILES, strict=True)
+        for asset, name in PUBLISH_PLANS.items()
         if (settings.publish_dir / name).exists()
     }
     if plans:  # one JSON object: each repo's plan or commit, by asset

@@ -24,6 +24,8 @@ DETECTOR_CODE = code_version_of(
 )
 PARITY_CHECK = "bundle_reproduces_the_pipelines_quote_scores"
 PARITY_TOLERANCE = 1e-9
+# The shares of the store's (human, agent) sessions τ flags at their quote, scored out of fold.
+OUT_OF_FOLD_RATES = ("out_of_fold_human_flag_rate", "out_of_fold_agent_recall_at_quote")
 
 
 def detector_bundle(context: dg.AssetExecutionContext, storage: StorageResource):
@@ -35,14 +37,13 @@ def detector_bundle(context: dg.AssetExecutionContext, storage: StorageResource)
     vectorized code gives it at its quote (`phantom score` and the Python API use this file)."""
     store, settings = context.partition_key, storage.settings()
     lake = settings.lake
-    kernels = [load_kernel_set(lake, store, actor) for actor in ACTORS]
+    kernel_human, kernel_agent = (load_kernel_set(lake, store, a).full.probs for a in ACTORS)
     sessions = [
         pl.read_parquet(lake.labeled_sessions(store, actor), columns=["trajectory"])
         for actor in ACTORS
     ]
     calibration = load_score_calibration(lake, store)
     spec = MarketSpec.load(lake.market_dir(store), settings.agents)
-    human_bank, agent_bank = spec.banks
     threshold = spec.detector_threshold
     inputs = [
         *(lake.kernels_dir(store, actor) / KERNEL_FILE for actor in ACTORS),
@@ -57,12 +58,14 @@ def detector_bundle(context: dg.AssetExecutionContext, storage: StorageResource)
         "fitted_on_sessions": {
             actor: frame.height for actor, frame in zip(ACTORS, sessions, strict=True)
         },
-        "out_of_fold_human_flag_rate": float(np.mean(human_bank.score > threshold)),
-        "out_of_fold_agent_recall_at_quote": float(np.mean(agent_bank.score > threshold)),
+        **{
+            key: float(np.mean(bank.score > threshold))
+            for key, bank in zip(OUT_OF_FOLD_RATES, spec.banks, strict=True)
+        },
     }
     bundle = build_bundle(
-        kernels[0].full.probs,
-        kernels[1].full.probs,
+        kernel_human,
+        kernel_agent,
         calibration.linear_coef,
         threshold,
         settings.market.detector_fpr,
@@ -73,7 +76,7 @@ def detector_bundle(context: dg.AssetExecutionContext, storage: StorageResource)
     version, artifacts = artifact_version(path)
     trajectories = pl.concat(sessions)["trajectory"]
     errors = parity_errors(
-        bundle, trajectories, kernels[0].full.probs, kernels[1].full.probs, calibration.linear_coef
+        bundle, trajectories, kernel_human, kernel_agent, calibration.linear_coef
     )
     yield dg.MaterializeResult(
         data_version=version,
@@ -82,8 +85,7 @@ def detector_bundle(context: dg.AssetExecutionContext, storage: StorageResource)
             **artifacts,
             "threshold": threshold,
             "false_positive_rate": settings.market.detector_fpr,
-            "out_of_fold_human_flag_rate": provenance["out_of_fold_human_flag_rate"],
-            "out_of_fold_agent_recall_at_quote": provenance["out_of_fold_agent_recall_at_quote"],
+            **{key: provenance[key] for key in OUT_OF_FOLD_RATES},
             "bytes": path.stat().st_size,
         },
     )

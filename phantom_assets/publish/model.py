@@ -5,15 +5,13 @@ it flags at, intended use, limits)."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from phantom_assets.detector import BUNDLE_FILE, DetectorBundle, save_bundle
 from phantom_assets.detector import runtime as runtime_module
-from phantom_assets.publish.stage import CARD_PATH, swap_into_place
+from phantom_assets.publish.stage import CARD_PATH, write_folder_atomically
 
 RUNTIME_FILE = "runtime.py"
 MODEL_LICENSE = "cc-by-4.0"
@@ -134,14 +132,9 @@ def stage_detector_model(
     if not bundles:
         raise ValueError("no detector bundle to stage: materialize detector_bundle first")
     loaded = {store: DetectorBundle.load(path) for store, path in sorted(bundles.items())}
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp."))
-    try:
-        files = _write_model_folder(staging, loaded, config_hash)
-        swap_into_place(staging, out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    files = write_folder_atomically(
+        out_dir, lambda folder: _write_model_folder(folder, loaded, config_hash)
+    )
     return StagedModel(out_dir, tuple(sorted(files)), tuple(loaded))
 
 

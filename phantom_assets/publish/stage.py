@@ -11,6 +11,7 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -151,7 +152,22 @@ def _write_folder(
     return sorted([CARD_PATH, SESSIONS_CSV, *(CONFIG_PATHS[name] for name in frames)])
 
 
-def swap_into_place(staging: Path, out_dir: Path) -> None:
+def write_folder_atomically(out_dir: Path, write: Callable[[Path], list[str]]) -> list[str]:
+    """Let `write` fill a fresh temp folder beside `out_dir` (returning the files it wrote), then
+    swap it into place whole; on any failure the temp folder is removed and `out_dir` is left as
+    it was."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp."))
+    try:
+        files = write(staging)
+        _swap_into_place(staging, out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return files
+
+
+def _swap_into_place(staging: Path, out_dir: Path) -> None:
     """Rename `staging` to `out_dir`, replacing an existing folder there."""
     if not out_dir.exists():
         os.replace(staging, out_dir)
@@ -203,14 +219,9 @@ def stage_dataset(inputs: PublishInputs, out_dir: Path) -> StagedDataset:
     if problems:
         raise ValueError(f"the dataset card fails the offline card checks: {problems}")
     out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp."))
-    try:
-        files = _write_folder(staging, table, extra, card)
-        swap_into_place(staging, out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    files = write_folder_atomically(
+        out_dir, lambda folder: _write_folder(folder, table, extra, card)
+    )
     logger.info("staged %s: %s", out_dir, counts)
     return StagedDataset(
         path=out_dir,

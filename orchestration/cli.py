@@ -545,8 +545,11 @@ def _bench_detector(store: str, repeats: int) -> dict | None:
     if missing:
         logger.error("bench detector needs a built data root (run `phantom run`): no %s", missing)
         return None
-    trajectories = pl.concat([pl.read_parquet(p, columns=["trajectory"]) for p in sessions])
-    return bench_detector(DetectorBundle.load(path), trajectories["trajectory"], repeats)
+    columns = ["trajectory", "event_offsets_ms"]
+    both = pl.concat([pl.read_parquet(p, columns=columns) for p in sessions])
+    return bench_detector(
+        DetectorBundle.load(path), both["trajectory"], both["event_offsets_ms"], repeats
+    )
 
 
 def _store_names(text: str) -> str:

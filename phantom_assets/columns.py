@@ -38,6 +38,7 @@ COLUMN_DESCRIPTIONS: Final[dict[str, str]] = {
     "trajectory": "The session's canonical event names in order (no `start`/`end` tokens).",
     "product_ids": "Product of each event of the trajectory.",
     "started_at": "Time of the session's first event.",
+    "event_offsets_ms": "Time of each trajectory event in ms after the session's first one.",
     "fold": "Cross-fitting fold of the session's experiment (-1: unlabeled).",
     "source": "`real` (a logged session) or `synthetic` (sampled from the agent kernel).",
     # --- kernels and scores --------------------------------------------------------------------
@@ -52,6 +53,14 @@ COLUMN_DESCRIPTIONS: Final[dict[str, str]] = {
     "f_temperature": "σ(gap / T).",
     "f_calibrated": "The out-of-fold logistic calibration of the gap.",
     "f_method": "Which agent probability `f` is: `temperature` or `logistic`.",
+    # --- the quote-time detectors (at the session's quote, out of fold) --------------------------
+    "kernel_gap": "Mean log K_A − log K_H of the session's moves up to its quote.",
+    "mean_log_gap": "Mean log(seconds between consecutive events) up to the quote (0: no gap).",
+    "sd_log_gap": "Standard deviation of those log gaps (0 with fewer than two).",
+    "log_elapsed": "log(1 + seconds from the session's first event to its quote).",
+    "no_timing": "1 when the session is quoted at its first event (no gap yet), else 0.",
+    "v2_score": "Detector v2's agent probability at the quote (its classifier never saw the fold).",
+    "kernel_score": "The kernel-only agent probability at the quote (kernels without its fold).",
     # --- prices ----------------------------------------------------------------------------------
     "anchor": "The product's zero-engagement quote, fitted from the store's price logs.",
     "ci_low": f"Lower end of the {_CI}.",
@@ -66,7 +75,8 @@ COLUMN_DESCRIPTIONS: Final[dict[str, str]] = {
     "alpha": "α: share of shoppers who send an LLM agent.",
     "k": "K: clean sessions each agent runs before it buys.",
     "coi": "Cost of information: mean price paid − the engine's floor p_min.",
-    "detector": "`fitted` (the store's f) or `permuted` (the ablation's f); in `coi_erosion`, δ.",
+    "detector": "`fitted` (the store's f) or `permuted` (the ablation's f); in `coi_erosion`, δ; "
+    "in `quote_detector`'s recall, `v2`, `kernel` or `v2 − kernel`.",
     "action": "Index of the action in the (level, m, δ) grid.",
     "level": "Base price level, × each product's anchor.",
     "markup": "Engagement markup m: how far quotes rise with engagement.",

@@ -31,6 +31,7 @@ from phantom_assets.simulate.demand import DEMO_DEMAND
 
 PROFILES = ("demo", "study")
 MARKET_BANKS = ("empirical", "kernel")
+MARKET_DETECTORS = ("v2", "kernel")
 AGENT_VALUATIONS = ("human_marginal", "human_unengaged", "agent_fit")
 """What an agent's principal will pay (`MarketConfig.agent_valuation`)."""
 TRAINING_LAWS = ("uniform", "grid")
@@ -146,6 +147,8 @@ class FingerprintConfig(SettingsSection, section="fingerprint"):
         calibration: the f every downstream asset uses: "temperature" (σ(gap / T)) or
             "logistic" (the out-of-fold logistic calibration of the gap); both are reported.
         max_prefix: longest prefix, in events, of the accuracy-by-prefix curve.
+        quote_prefix_events: the prefix lengths, in events, of the quote-time detectors' recall
+            table (`quote_detector`; the quote itself is always reported).
         bootstrap_draws: resamples of the separability report's AUC interval and of every
             contaminated dataset's α̂ interval.
         permutation_draws: permutations B of the separability test (its smallest p is
@@ -158,6 +161,7 @@ class FingerprintConfig(SettingsSection, section="fingerprint"):
     temperature: float = bounded(DEFAULT_TEMPERATURE, POSITIVE)
     calibration: str = "temperature"
     max_prefix: int = bounded(12, COUNT)
+    quote_prefix_events: tuple[int, ...] = bounded((1, 2, 3, 5, 8), COUNT)
     bootstrap_draws: int = bounded(1000, COUNT)
     permutation_draws: int = bounded(1000, COUNT)
     seed: int = 11
@@ -266,6 +270,10 @@ class MarketConfig(SettingsSection, section="market"):
     Attributes:
         bank: "empirical" (the store's real labelled sessions, out-of-fold prefix f) or "kernel"
             (chains sampled from the fitted kernels and scored by them: in-model detection).
+        detector: the quote-time detector the market quotes with: "v2" (kernel statistic,
+            inter-event timing and dwell in a classifier, `quote_detector`) or "kernel" (the
+            kernel statistic alone); the ledger reports both. A kernel bank has no timing: it
+            always quotes with "kernel".
         shoppers_per_step: shoppers arriving per step (a pricing period).
         base_levels: the starting action grid's base price levels, × each product's anchor (the
             compiled grid is centred on the store's best responses: docs/method.md#the-action-grid).
@@ -304,6 +312,7 @@ class MarketConfig(SettingsSection, section="market"):
     """
 
     bank: str = "empirical"
+    detector: str = "v2"
     shoppers_per_step: int = bounded(100, COUNT)
     base_levels: tuple[float, ...] = bounded((0.7, 0.85, 1.0, 1.15, 1.3), POSITIVE)
     markup_multiples: tuple[float, ...] = (0.0, 1.0, 2.0)
@@ -334,6 +343,10 @@ class MarketConfig(SettingsSection, section="market"):
     def __post_init__(self) -> None:
         if self.bank not in MARKET_BANKS:
             raise ValueError(f"[market] bank must be one of {MARKET_BANKS}, got {self.bank!r}")
+        if self.detector not in MARKET_DETECTORS:
+            raise ValueError(
+                f"[market] detector must be one of {MARKET_DETECTORS}, got {self.detector!r}"
+            )
         if not 0.0 <= self.cost_share < 1.0 < self.price_cap:
             raise ValueError(
                 f"[market] need 0 <= cost_share < 1 < price_cap, got "

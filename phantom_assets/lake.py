@@ -55,6 +55,9 @@ DEMAND_MODEL_FILE, CONVERSION_FILE = "demand.json", "conversion.parquet"
 DEMAND_REPLICATES_FILE, CONVERSION_PLOT_FILE = "replicates.parquet", "conversion.png"
 # --- the market's conclusions over its declared assumptions ---
 SENSITIVITY_FILE, SENSITIVITY_MD_FILE = "sensitivity.parquet", "sensitivity.md"
+# --- the quote-time detectors (v2 and kernel-only): scores, v2's classifier, recall by prefix ---
+QUOTE_SCORES_FILE, CLASSIFIER_FILE = "quote_scores.parquet", "classifier.json"
+RECALL_FILE, RECALL_MD_FILE = "recall.parquet", "recall.md"
 
 # --- market benchmarks per store: COI erosion (table + figure) and the fixed-action oracle ---
 EROSION_FILE, EROSION_PLOT_FILE = "coi_erosion.parquet", "coi_erosion.png"
@@ -168,6 +171,9 @@ class Lake:
 
     def oracle_dir(self, store: str) -> Path:
         return partition_dir(self.root, "market_oracle", store=store)
+
+    def quote_detector_dir(self, store: str) -> Path:
+        return partition_dir(self.root, "quote_detector", store=store)
 
     def detector_dir(self, store: str) -> Path:
         return partition_dir(self.root, "detector_bundle", store=store)

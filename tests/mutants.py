@@ -134,8 +134,8 @@ MUTANTS = (
         name="tau_from_agents_scores",
         description="the detector threshold τ is the (1 − fpr) quantile of the agents' scores",
         path="phantom_assets/market/compile.py",
-        old="detector_threshold(human, config.detector_fpr)",
-        new="detector_threshold(agent, config.detector_fpr)",
+        old="detector_threshold(human.score, config.detector_fpr)",
+        new="detector_threshold(agent.score, config.detector_fpr)",
         tests=(TAU_TEST,),
     ),
     Mutant(

@@ -4,6 +4,7 @@ erosion curves it implies and its best-fixed-action oracle.
 Over the 250-line asset-module budget by a few lines: the oracle's observation check belongs to
 the same seeds and (α, K) grid as the oracle, so it lives with it."""
 
+import dataclasses
 from pathlib import Path
 
 import dagster as dg
@@ -21,6 +22,7 @@ from phantom_assets.assets.partitions import BY_STORE, GridPartitions, store_par
 from phantom_assets.assets.resources import StorageResource
 from phantom_assets.config import AgentsConfig, Settings
 from phantom_assets.constants import ACTORS, STORES
+from phantom_assets.detector.fit import V2_DETECTOR
 from phantom_assets.fingerprint import load_kernel_set, load_score_calibration
 from phantom_assets.lake import (
     DEFENDED_FILE,
@@ -31,6 +33,7 @@ from phantom_assets.lake import (
     LEDGER_PLOT_FILE,
     OBSERVATION_FILE,
     ORACLE_FILE,
+    QUOTE_SCORES_FILE,
     REFERENCE_FILE,
 )
 from phantom_assets.market import (
@@ -48,6 +51,7 @@ from phantom_assets.market import (
     oracle,
     plot_coi_erosion,
     prefix_auc,
+    rescored_banks,
     spec_markdown,
     store_session_banks,
 )
@@ -126,6 +130,10 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
         f_coef,
         prices.signal,
     )
+    kernel_scores = (sessions[0].score, sessions[1].score)
+    if settings.market.detector == V2_DETECTOR:
+        quote = pl.read_parquet(lake.quote_detector_dir(store) / QUOTE_SCORES_FILE)
+        sessions = rescored_banks(sessions, frames, quote, f"{V2_DETECTOR}_score")
     experiments = tuple(
         frame.select(pl.col("experiment_id").fill_null(pl.col("session_id"))).to_series().to_list()
         for frame in frames
@@ -141,6 +149,7 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
         sessions,
         demand,
         experiments,
+        kernel_scores,
     )
     spec, optima = centre_on_optima(
         compiled,
@@ -151,7 +160,13 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
     sampled = chain_banks(
         *full, settings.market.chain_bank_size, anchor_seed + BANK_STREAM, f_coef, prices.signal
     )
-    auc = {"empirical": prefix_auc(*sessions), "kernel": prefix_auc(*sampled)}
+    auc = {
+        "empirical": prefix_auc(*sessions),
+        "empirical_kernel_only": prefix_auc(
+            *(dataclasses.replace(b, score=f) for b, f in zip(sessions, kernel_scores, strict=True))
+        ),
+        "kernel": prefix_auc(*sampled),
+    }
     folder = lake.market_dir(store)
     version, artifacts = artifact_version(*spec.save(folder))
     half_width, w1 = alpha_half_width(spec), engagement_w1(*spec.banks)
@@ -166,6 +181,9 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
             "prefix_auc_empirical": auc["empirical"],
             "prefix_auc_kernel": auc["kernel"],
             "bank": spec.bank,
+            "detector": spec.detector,
+            "detector_threshold": spec.detector_threshold,
+            "kernel_detector_threshold": spec.kernel_detector_threshold,
             "prices_source": prices.source,
             "demand_source": demand.source,
             "replicates": spec.replicates,
@@ -314,6 +332,7 @@ def build_market_assets(settings: Settings, grids: GridPartitions) -> list[dg.As
             dg.AssetDep("transition_kernels", partition_mapping=BY_STORE),
             dg.AssetDep("labeled_sessions", partition_mapping=BY_STORE),
             "divergence_scores",
+            "quote_detector",
             "store_prices",
             "store_demand",
         ],

@@ -22,6 +22,7 @@ STUDY_MODULES: tuple[str, ...] = (
     "mean_test",
     "demand",
     "store_sample",
+    "quote_recall",
 )
 """Every procedure the pipeline reports, by the module that calibrates it."""
 

@@ -16,31 +16,32 @@ __all__ = ["bench_detector"]
 
 
 def bench_detector(
-    bundle: DetectorBundle, trajectories: pl.Series, repeats: int = 3
+    bundle: DetectorBundle, trajectories: pl.Series, offsets_ms: pl.Series, repeats: int = 3
 ) -> dict[str, Any]:
     """Per-event latency of `SessionScorer.push` (p50, p99, max, in µs: each event timed alone,
     timer overhead included) and whole sessions scored per second (best of `repeats`), over the
-    store's sessions."""
+    store's sessions (each event with its time)."""
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
-    sessions = trajectories.to_list()
+    sessions = list(zip(trajectories.to_list(), offsets_ms.to_list(), strict=True))
     clock = time.perf_counter_ns
     latencies = []
-    for events in sessions:
+    for events, times in sessions:
         scorer = bundle.session()
-        for event in events:
+        for event, ts_ms in zip(events, times, strict=True):
             started = clock()
-            scorer.push(event)
+            scorer.push(event, ts_ms)
             latencies.append(clock() - started)
     per_event = np.asarray(latencies, dtype=np.float64) / 1e3
     best = float("inf")
     for _ in range(repeats):
         started = time.perf_counter()
-        bundle_quote_scores(bundle, trajectories)
+        bundle_quote_scores(bundle, trajectories, offsets_ms)
         best = min(best, time.perf_counter() - started)
     return {
         "target": "detector",
         "store": bundle.provenance.get("store"),
+        "detector": bundle.provenance.get("detector", "kernel"),
         "sessions": len(sessions),
         "events": int(per_event.size),
         "event_us_p50": float(np.percentile(per_event, 50)),

@@ -28,6 +28,7 @@ from phantom_assets.constants import (
     CART_LOCK_EVENT,
     DEMAND_WEIGHTS,
     END_TOKEN,
+    KERNEL_STATES,
     QUOTE_EVENT,
     START_TOKEN,
 )
@@ -37,7 +38,7 @@ from phantom_assets.contamination.chains import (
     sampling_cdf,
     validate_kernel,
 )
-from phantom_assets.fingerprint.encoding import encode_trajectories
+from phantom_assets.fingerprint.encoding import Transitions, encode_trajectories
 
 PROB_FLOOR: float = 1e-12
 """Kernel probabilities are floored here before the log, so unseen transitions stay finite."""
@@ -244,11 +245,7 @@ def _quote_time_statistics(
     """Engagement before, score up to and weight of each chain's quote, from its transition
     records (each chain's records in position order; `llr` per record)."""
     record = np.arange(chain.size)
-    lock_at = _first_record(chain, np.flatnonzero(tables.locks[move]), size, chain.size)
-    views = np.flatnonzero(tables.views[move] & (record < lock_at[chain]))
-    last_view = _first_record(chain, views[::-1], size, -1)
-    # No view before the lock: quoted at the lock; neither: at the end (after every record).
-    quote_at = np.where(last_view >= 0, last_view, lock_at)
+    quote_at = _quote_records(chain, tables.views[move], tables.locks[move], size)
     before = record < quote_at[chain]
     prefix = record <= quote_at[chain]
     signal = tables.signal[move]
@@ -259,6 +256,34 @@ def _quote_time_statistics(
         score=expit(f_coef[0] + f_coef[1] * llr_sum / np.maximum(n_prefix, 1)),
         weight=np.bincount(chain, weights=tables.weight[move], minlength=size),
     )
+
+
+def _quote_records(
+    chain: np.ndarray, is_view: np.ndarray, is_lock: np.ndarray, size: int
+) -> np.ndarray:
+    """Per chain, the record of its quote (module docstring), `chain.size` when it is quoted at
+    its end; `is_view`/`is_lock`: whether each record lands on the quoted view / the lock."""
+    record = np.arange(chain.size)
+    lock_at = _first_record(chain, np.flatnonzero(is_lock), size, chain.size)
+    views = np.flatnonzero(is_view & (record < lock_at[chain]))
+    last_view = _first_record(chain, views[::-1], size, -1)
+    # No view before the lock: quoted at the lock; neither: at the end (after every record).
+    return np.where(last_view >= 0, last_view, lock_at)
+
+
+def quote_prefix_moves(encoded: Transitions, states: tuple[str, ...] = KERNEL_STATES) -> np.ndarray:
+    """(n,) moves of each session up to and including its quote (the market's rule, module
+    docstring): `<start>` → e_1 is move 1, so a session quoted at its i-th event (1-based) has i;
+    one quoted at its end has all n_events + 1 (the move to `<end>` included)."""
+    size = encoded.n_sessions
+    quote_at = _quote_records(
+        encoded.session,
+        encoded.dst == states.index(QUOTE_EVENT),
+        encoded.dst == states.index(CART_LOCK_EVENT),
+        size,
+    )
+    first = np.concatenate([[0], np.cumsum(encoded.n_events + 1)[:-1]])
+    return np.where(quote_at < encoded.session.size, quote_at - first + 1, encoded.n_events + 1)
 
 
 def _first_record(chain: np.ndarray, records: np.ndarray, size: int, missing: int) -> np.ndarray:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from phantom_assets.config import AgentsConfig, MarketConfig
+from phantom_assets.config import MARKET_DETECTORS, AgentsConfig, MarketConfig
 from phantom_assets.constants import ACTORS, ENGAGEMENT_SIGNALS, KERNEL_STATES
 from phantom_assets.market.bank import ChainBank, bank_tables, build_chain_bank
 from phantom_assets.market.demand import DemandRecord, revealed_preference
@@ -73,12 +73,12 @@ def markup_grid(markup: float, multiples: tuple[float, ...]) -> tuple[float, ...
     return tuple(sorted({round(multiple * markup, 12) for multiple in multiples}))
 
 
-def detector_threshold(human: ChainBank, fpr: float) -> float:
+def detector_threshold(human_scores: np.ndarray, fpr: float) -> float:
     """τ flagging a share `fpr` of the store's human sessions: the (1 − fpr) quantile of their
     quote-time f (a session is flagged iff f > τ)."""
     if not 0.0 <= fpr < 1.0:
         raise ValueError(f"the detector's false-positive rate must be in [0, 1), got {fpr!r}")
-    return float(np.quantile(human.score, 1.0 - fpr, method="higher"))
+    return float(np.quantile(human_scores, 1.0 - fpr, method="higher"))
 
 
 def _store_terms(
@@ -171,6 +171,7 @@ def compile_market_spec(
     sessions: tuple[ChainBank, ChainBank] | None = None,
     demand: DemandRecord | None = None,
     experiments: tuple[Sequence[str], Sequence[str]] | None = None,
+    kernel_scores: tuple[np.ndarray, np.ndarray] | None = None,
     **overrides: Any,
 ) -> MarketSpec:
     """The market of one store.
@@ -183,11 +184,13 @@ def compile_market_spec(
         f_coef: (a, b) of the store's selected agent score f = σ(a + b·gap).
         agents: the nominal K and the robust (α, K) ambiguity set (default `AgentsConfig()`).
         prices: the store's price model (`store_prices`); None or declared: declared terms.
-        sessions: the store's (human, agent) session banks (`bank.session_bank`); used when
-            `config.bank` is "empirical" (required then).
+        sessions: the store's (human, agent) session banks (`bank.session_bank`), scored by
+            `config.detector`; used when `config.bank` is "empirical" (required then).
         demand: the store's demand (`store_demand`); None or declared: revealed preference.
         experiments: the experiment id of every session of the empirical banks (the store's
             replicates resample them); None: the banks are not resampled.
+        kernel_scores: (human, agent) the kernel-only f of each session of the empirical banks
+            when they are scored by detector v2 (the ledger compares both); None: their scores.
         **overrides: any other `MarketSpec` field.
 
     Raises:
@@ -200,7 +203,9 @@ def compile_market_spec(
         if sessions is None:
             raise ValueError("MarketConfig.bank is 'empirical': pass the store's session banks")
         human, agent = sessions
-    else:
+        detector = config.detector
+    else:  # sampled chains have no timing: the kernel detector is the only one
+        detector, kernel_scores = MARKET_DETECTORS[1], None
         human, agent = chain_banks(
             kernel_human,
             kernel_agent,
@@ -209,6 +214,7 @@ def compile_market_spec(
             f_coef,
             signal,
         )
+    kernel_human_score, kernel_agent_score = kernel_scores or (human.score, agent.score)
     engaged = max(float(human.engagement.mean()), 1e-6)
     fitted_s0 = prices is not None and prices.source == "logs" and prices.s0 is not None
     s0 = float(prices.s0) if fitted_s0 else config.engagement_scale_share * engaged
@@ -250,7 +256,11 @@ def compile_market_spec(
         "detector_strengths": config.detector_strengths,
         "engagement_scale": s0,
         "reference_engagement": config.reference_engagement_share * engaged,
-        "detector_threshold": detector_threshold(human, config.detector_fpr),
+        "detector_threshold": detector_threshold(human.score, config.detector_fpr),
+        "detector": detector,
+        "human_kernel_score": kernel_human_score,
+        "agent_kernel_score": kernel_agent_score,
+        "kernel_detector_threshold": detector_threshold(kernel_human_score, config.detector_fpr),
         "agents": agents,
         "shoppers_per_step": config.shoppers_per_step,
         "lam": config.lam,

@@ -34,7 +34,7 @@ from phantom_assets.market.columns import STEP_COLUMNS
 from phantom_assets.market.intervals import STORE_INTERVAL_METHOD, store_interval
 from phantom_assets.market.metrics import totals_metrics
 from phantom_assets.market.optimize import Optimum, best_action, cell_objective
-from phantom_assets.market.oracle import PERFECT, PERMUTED, action_totals
+from phantom_assets.market.oracle import KERNEL_ONLY, PERFECT, PERMUTED, action_totals
 from phantom_assets.market.spec import MarketSpec
 
 __all__ = [
@@ -51,6 +51,8 @@ LEDGER_QUANTITIES: tuple[str, ...] = (
     "perfect_detector",
     "fitted_detector",
     "fitted_share",
+    "kernel_only_detector",
+    "kernel_only_share",
     "beyond_engagement",
     "human_harm",
     "human_quoted_up",
@@ -62,8 +64,10 @@ _MONEY = (
     "agents_take",
     "perfect_detector",
     "fitted_detector",
+    "kernel_only_detector",
     "beyond_engagement",
 )
+_SHARES = ("fitted_share", "kernel_only_share")
 LEDGER_SCHEMA: dict[str, pl.DataType] = {
     "alpha": pl.Float64(),
     "k": pl.Int64(),
@@ -86,6 +90,7 @@ class _Cell:
     undefended: Optimum
     perfect: Optimum
     fitted: Optimum
+    kernel_only: Optimum
 
 
 def _text(optimum: Optimum) -> str:
@@ -129,6 +134,25 @@ def _row(
     }
 
 
+def _share_row(
+    alpha: float, k: int, quantity: str, won: np.ndarray, won_perfect: np.ndarray, action: str
+) -> dict[str, object]:
+    """What a detector wins back as a share of what a perfect one would (a ratio of means)."""
+    ratio = float(np.mean(won) / np.mean(won_perfect)) if np.mean(won_perfect) > 0 else math.nan
+    return {
+        "alpha": alpha,
+        "k": k,
+        "quantity": quantity,
+        "value": ratio,
+        "ci_low": math.nan,
+        "ci_high": math.nan,
+        "share_of_profit": math.nan,
+        "n": len(won),
+        "action": action,
+        "method": "ratio of the two means",
+    }
+
+
 def agent_ledger(
     spec: MarketSpec,
     alphas: Sequence[float],
@@ -165,30 +189,30 @@ def agent_ledger(
                 spec, cell.fitted.action, alpha, k, test_seeds, reference=cell.undefended.action[:2]
             )
             permuted = _per_seed(spec, cell.fitted.action, alpha, k, test_seeds, PERMUTED)
+            kernel_only = _per_seed(
+                spec, cell.kernel_only.action, alpha, k, test_seeds, KERNEL_ONLY
+            )["profit"]
             won, won_perfect = fitted["profit"] - undefended, perfect["profit"] - undefended
-            ratio = (
-                float(np.mean(won) / np.mean(won_perfect)) if np.mean(won_perfect) > 0 else math.nan
-            )
+            won_kernel = kernel_only - undefended
             rows += [
                 _row(
                     alpha, k, "agents_take", base - undefended, scale, _text(cell.undefended), level
                 ),
                 _row(alpha, k, "perfect_detector", won_perfect, scale, _text(cell.perfect), level),
                 _row(alpha, k, "fitted_detector", won, scale, _text(cell.fitted), level),
-                {
-                    **_row(
-                        alpha,
-                        k,
-                        "fitted_share",
-                        np.full(len(test_seeds), ratio),
-                        scale,
-                        _text(cell.fitted),
-                        level,
-                    ),
-                    "ci_low": math.nan,
-                    "ci_high": math.nan,
-                    "method": "ratio of the two means",
-                },
+                _share_row(alpha, k, "fitted_share", won, won_perfect, _text(cell.fitted)),
+                _row(
+                    alpha,
+                    k,
+                    "kernel_only_detector",
+                    won_kernel,
+                    scale,
+                    _text(cell.kernel_only),
+                    level,
+                ),
+                _share_row(
+                    alpha, k, "kernel_only_share", won_kernel, won_perfect, _text(cell.kernel_only)
+                ),
                 _row(
                     alpha,
                     k,
@@ -221,6 +245,9 @@ def _best(spec: MarketSpec, alpha: float, k: int, seeds: Sequence[int]) -> _Cell
         undefended,
         best_action(spec, cell_objective(spec, alpha, k, seeds, PERFECT), "defended", also=also),
         best_action(spec, fitted, "defended", also=also),
+        best_action(
+            spec, cell_objective(spec, alpha, k, seeds, KERNEL_ONLY), "defended", also=also
+        ),
     )
 
 
@@ -236,7 +263,7 @@ def ledger_markdown(ledger: pl.DataFrame, k: int) -> str:
         if r["quantity"] in _MONEY:
             value = f"{r['value']:,.0f} [{r['ci_low']:,.0f}, {r['ci_high']:,.0f}]"
             share = f"{100 * r['share_of_profit']:.1f}%"
-        elif r["quantity"] == "fitted_share":
+        elif r["quantity"] in _SHARES:
             value, share = f"{r['value']:.0%} of the perfect detector", ""
         else:
             value = f"{r['value']:.4f} [{r['ci_low']:.4f}, {r['ci_high']:.4f}]"
@@ -279,6 +306,9 @@ def ledger_sentences(rows: Sequence[Mapping[str, Any]], k: int) -> list[str]:
         share_text = (
             "" if not _finite(share["value"]) else f", {share['value']:.0%} of the perfect one"
         )
+        kernel = cell.get((alpha, "kernel_only_share"))
+        if kernel is not None and _finite(kernel["value"]):
+            share_text += f" (the kernel-only detector: {kernel['value']:.0%})"
         harm_text = f"; human harm {harm['value']:.2%}" if _finite(harm["value"]) else ""
         lines.append(
             f"at α = {alpha:g}, K = {k}: agents take {_money(take)}; a perfect detector would win "

@@ -55,6 +55,10 @@ and no interval is claimed for it."""
 PERMUTED = DETECTOR_MODES[1]
 PERFECT = "perfect"
 """A detector mode of fixed-action studies only: agents score 1, humans 0."""
+KERNEL_ONLY = "kernel_only"
+"""A detector mode of fixed-action studies only: the kernel-only detector's flags (its own τ for
+the same false-positive rate) where the market quotes with detector v2 (the ledger's comparison)."""
+STUDY_DETECTORS = (*DETECTOR_MODES, PERFECT, KERNEL_ONLY)
 ENV_PREFIX_DRAWS = 1
 """Steps the env draws in `reset` before the first action (the warm-up step)."""
 
@@ -142,12 +146,14 @@ def action_totals(
 ) -> np.ndarray:
     """`fixed_action_totals` of any (level, m, δ) actions, on or off the spec's grid; human harm
     against `reference` (level, m) at δ = 0. `detector` may also be "perfect": every agent
-    session scores 1 and every human 0 (what a perfect detector would win back; the ledger)."""
+    session scores 1 and every human 0 (what a perfect detector would win back; the ledger), or
+    "kernel_only": the sessions the kernel-only detector flags score 1, the others 0."""
     check_grid(list(alphas), [k], list(seeds))
-    if detector not in (*DETECTOR_MODES, PERFECT):
-        raise ValueError(f"detector must be one of {(*DETECTOR_MODES, PERFECT)}, got {detector!r}")
+    if detector not in STUDY_DETECTORS:
+        raise ValueError(f"detector must be one of {STUDY_DETECTORS}, got {detector!r}")
     steps = spec.episode_steps if steps is None else steps
     engine, grid = engine_of(spec), np.asarray(alphas, dtype=np.float64)
+    kernel_flags = spec.kernel_flags
     values = [tuple(float(x) for x in action) for action in actions]
     out = np.empty((len(values), len(seeds), grid.size, len(Column)))
     # The fitted detector: every α in one engine call; the ablation: one per α (its class mix).
@@ -155,10 +161,16 @@ def action_totals(
     for i, seed in enumerate(seeds):  # seeds × cells × actions engine calls over every shopper
         draws, ablation_seed, world = _episode_streams(spec, int(seed), int(k), steps)
         shoppers = _concatenated(draws[ENV_PREFIX_DRAWS:])
-        perfect = (np.zeros(shoppers.z.size), np.ones(shoppers.agent_chain.shape))
+        fixed = {
+            PERFECT: (np.zeros(shoppers.z.size), np.ones(shoppers.agent_chain.shape)),
+            KERNEL_ONLY: (
+                kernel_flags[0][shoppers.human_chain].astype(np.float64),
+                kernel_flags[1][shoppers.agent_chain].astype(np.float64),
+            ),
+        }
         for cell in cells:
             alpha = grid[cell]
-            decoys = None if detector == "fitted" else perfect
+            decoys = fixed.get(detector)
             if detector == PERMUTED:
                 decoys = _episode_decoys(engine, draws, ablation_seed, float(alpha[0]), int(k))
             for a, action in enumerate(values):

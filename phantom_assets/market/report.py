@@ -58,11 +58,17 @@ def spec_markdown(
             f"{human.score.mean():.3f} / {agent.score.mean():.3f}",
             spec.bank,
         ),
+        (
+            "quote-time detector (τ)",
+            f"{spec.detector} (τ {spec.detector_threshold:.3g}; kernel-only τ "
+            f"{spec.kernel_detector_threshold:.3g})",
+            "configured (`market.detector`)",
+        ),
         *(
             (
-                f"prefix AUC, {kind} bank",
+                f"prefix AUC, {kind.replace('_', ' ')} bank",
                 f"{value:.3f}",
-                "out of fold" if kind == "empirical" else "in model",
+                "in model" if kind == "kernel" else "out of fold",
             )
             for kind, value in prefix_auc.items()
         ),

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from phantom_assets.config import AGENT_VALUATIONS, AgentsConfig, MarketConfig
+from phantom_assets.config import AGENT_VALUATIONS, MARKET_DETECTORS, AgentsConfig, MarketConfig
 from phantom_assets.constants import DEFAULT_TEMPERATURE, KERNEL_STATES
 from phantom_assets.contamination.chains import validate_kernel
 from phantom_assets.lake import SPEC_ARRAYS_FILE, SPEC_SCALARS_FILE
@@ -23,6 +23,7 @@ BANK_FIELDS: tuple[str, ...] = ("engagement", "score", "weight")
 _BANK_ARRAYS: tuple[str, ...] = tuple(
     f"{actor}_{name}" for actor in ("human", "agent") for name in BANK_FIELDS
 )
+_KERNEL_SCORE_ARRAYS: tuple[str, ...] = ("human_kernel_score", "agent_kernel_score")
 _REPLICATE_ARRAYS: tuple[str, ...] = (
     "human_multiplicity",
     "agent_multiplicity",
@@ -34,6 +35,7 @@ _ARRAY_FIELDS: tuple[str, ...] = (
     "anchor",
     "product_weights",
     *_BANK_ARRAYS,
+    *_KERNEL_SCORE_ARRAYS,
     *_REPLICATE_ARRAYS,
 )
 REPLICATE_COLUMNS: tuple[str, ...] = (
@@ -74,6 +76,8 @@ class MarketSpec:
         human_engagement, human_score, human_weight: the human `ChainBank` (quote-time
             engagement s in the store's signal, prefix agent score f, session demand weight).
         agent_engagement, agent_score, agent_weight: the agent bank (clean sessions).
+        human_kernel_score, agent_kernel_score: each bank session's kernel-only f (the same
+            as its score when the market quotes with the kernel detector); None: the score.
         mu_human, beta_human, sigma_human: a human's valuation μ + β·g_v(s) + σ·z at the
             engagement s of its quote (× the anchor of the wanted product; g_v with
             `valuation_scale`): the store's demand (`store_demand`), or its revealed-preference
@@ -101,6 +105,9 @@ class MarketSpec:
         reference_engagement: s_ref, the engagement a flagged session is quoted as (at δ = 1).
         detector_threshold: τ, a session is flagged iff its prefix f exceeds it (set for a
             human false-positive rate, `MarketConfig.detector_fpr`).
+        detector: the quote-time detector whose f the banks' scores are (`MARKET_DETECTORS`).
+        kernel_detector_threshold: τ of the kernel-only f for the same false-positive rate
+            (the ledger's comparison); None: `detector_threshold`.
         agents: the agent traffic's settings, received from `[agents]` (the one home of α and K:
             nominal K, the robust mode's K and α candidates, its radius ε), never copied: they
             are not part of the compiled market (`save` leaves them out, `load` receives them).
@@ -126,6 +133,8 @@ class MarketSpec:
     agent_weight: np.ndarray
     product_ids: tuple[str, ...] = ()
     product_weights: np.ndarray | None = None
+    human_kernel_score: np.ndarray | None = None
+    agent_kernel_score: np.ndarray | None = None
     human_multiplicity: np.ndarray | None = None
     agent_multiplicity: np.ndarray | None = None
     demand_replicates: np.ndarray | None = None
@@ -150,6 +159,8 @@ class MarketSpec:
     engagement_scale: float = 10.0
     reference_engagement: float = 20.0
     detector_threshold: float = 0.5
+    detector: str = "kernel"
+    kernel_detector_threshold: float | None = None
     agents: AgentsConfig = dataclasses.field(default_factory=AgentsConfig)
     shoppers_per_step: int = _DEFAULTS.shoppers_per_step
     lam: float = _DEFAULTS.lam
@@ -181,6 +192,11 @@ class MarketSpec:
         for name, shape in empty.items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, np.zeros(shape))
+        for actor in ("human", "agent"):
+            if getattr(self, f"{actor}_kernel_score") is None:
+                object.__setattr__(self, f"{actor}_kernel_score", getattr(self, f"{actor}_score"))
+        if self.kernel_detector_threshold is None:
+            object.__setattr__(self, "kernel_detector_threshold", self.detector_threshold)
         for name in _ARRAY_FIELDS:
             arr = np.array(getattr(self, name), dtype=np.float64, copy=True)
             arr.setflags(write=False)
@@ -226,6 +242,15 @@ class MarketSpec:
             "engagement_scale": self.engagement_scale > 0,
             "reference_engagement": self.reference_engagement > 0,
             "detector_threshold": 0.0 <= self.detector_threshold <= 1.0,
+            "detector": self.detector in MARKET_DETECTORS,
+            "kernel_detector_threshold": 0.0 <= self.kernel_detector_threshold <= 1.0,  # type: ignore[operator]
+            **{
+                name: np.shape(getattr(self, name)) == np.shape(getattr(self, score))
+                and bool(np.all((getattr(self, name) >= 0) & (getattr(self, name) <= 1)))
+                for name, score in zip(
+                    _KERNEL_SCORE_ARRAYS, ("human_score", "agent_score"), strict=True
+                )
+            },
             "shoppers_per_step": self.shoppers_per_step >= 1,
             "lam": self.lam >= 0,
             "eta_ux": self.eta_ux >= 0,
@@ -263,6 +288,12 @@ class MarketSpec:
             ChainBank(*(getattr(self, f"{actor}_{name}") for name in BANK_FIELDS))
             for actor in ("human", "agent")
         )
+
+    @property
+    def kernel_flags(self) -> tuple[np.ndarray, np.ndarray]:
+        """(human, agent) whether the kernel-only detector flags each bank session."""
+        tau = self.kernel_detector_threshold
+        return self.human_kernel_score > tau, self.agent_kernel_score > tau  # type: ignore[operator]
 
     @property
     def n_products(self) -> int:

@@ -81,9 +81,11 @@ at the floor quote. Produced by PHANTOM's `detector_bundle` asset (configuration
 ## Files
 
 - `<store>/{BUNDLE_FILE}`: the detector (format `{runtime_module.FORMAT}`): the log-ratios of the
-  store's human and agent Markov transition kernels over 17 canonical events, the calibration
-  f = σ(a + b · mean log-ratio of the session's moves), τ, the quote rule and provenance (hashes
-  of the inputs, code version).
+  store's human and agent Markov transition kernels over 17 canonical events, the kernel-only
+  f = σ(a + b · mean log-ratio of the session's moves), detector v2's logistic classifier of
+  that statistic and the session's timing (mean and spread of log seconds between events,
+  log seconds since its first event), τ, the quote rule and provenance (hashes of the inputs,
+  code version).
 - `{RUNTIME_FILE}`: the scorer, Python standard library only.
 
 ```python
@@ -91,8 +93,8 @@ from runtime import DetectorBundle
 
 bundle = DetectorBundle.load("hotel/{BUNDLE_FILE}")
 session = bundle.session()
-for event in ("session_start", "search", "view_item_page"):
-    quote = session.push(event)  # Quote(index, score, flagged) at a quote, else None
+for event, ts_ms in (("session_start", 0), ("search", 2400), ("view_item_page", 5100)):
+    quote = session.push(event, ts_ms)  # Quote(index, score, flagged) at a quote, else None
 ```
 
 ## Fitted on, and what it flags
@@ -108,14 +110,14 @@ not per agent: an agent is quoted up only if every one of its clean sessions is 
 ## Intended use
 
 Flag a session at the moment of a price quote, in a pricing service that quotes by engagement,
-for the store it was fitted on. Scoring one event is one table lookup, one addition and one
-exponential (about a microsecond in Python).
+for the store it was fitted on. Scoring one event is one table lookup, a few additions, a
+logarithm and one exponential (microseconds in Python).
 
 ## Limits
 
-- It reads event names only; timing and dwell are not used. An agent that browses like a
-  human is not flagged, and an agent that learns it is quoted up can adapt; nothing here
-  measures that.
+- It reads event names and their times (no user agent: trivially spoofed). An agent that
+  browses like a human, at a human's pace, is not flagged, and an agent that learns it is
+  quoted up can adapt; nothing here measures that.
 - Fitted on one store's sessions (the demo's are simulated): another store needs its own.
 - The flag raises a quote; the certificate of the rule that uses it (profit against the best
   undefended response, detector value, human harm) is PHANTOM's `certification_report`, not

@@ -1,6 +1,7 @@
-"""`detector_bundle` of the session's built pipeline: a self-contained file that scores every
-labelled session of its store exactly as the pipeline does, carries the market's τ, and serves
-`phantom score` and `phantom bench detector` from the data root."""
+"""`detector_bundle` of the session's built pipeline: a self-contained file (detector v2: the
+kernel statistic and the session's timing) that scores every labelled session of its store
+exactly as the pipeline does, carries the market's τ, and serves `phantom score` and
+`phantom bench detector` from the data root."""
 
 import json
 import subprocess
@@ -18,7 +19,9 @@ from phantom_assets.detector import (
     bundle_quote_scores,
     pipeline_quote_scores,
 )
+from phantom_assets.detector.classifier import QuoteClassifier
 from phantom_assets.fingerprint import load_kernel_set, load_score_calibration
+from phantom_assets.lake import CLASSIFIER_FILE
 from phantom_assets.market import MarketSpec
 from tests.built_pipeline import PHANTOM, BuiltPipeline
 from tests.pipeline_helpers import REPO_ROOT
@@ -29,7 +32,10 @@ PARITY = 1e-9
 def _sessions(built: BuiltPipeline, store: str) -> pl.DataFrame:
     lake = built.settings.lake
     return pl.concat(
-        pl.read_parquet(lake.labeled_sessions(store, actor), columns=["session_id", "trajectory"])
+        pl.read_parquet(
+            lake.labeled_sessions(store, actor),
+            columns=["session_id", "trajectory", "event_offsets_ms"],
+        )
         for actor in ACTORS
     )
 
@@ -43,10 +49,19 @@ def test_the_bundle_scores_every_session_as_the_pipeline_does_and_carries_its_ta
     bundle = DetectorBundle.load(lake.detector_dir(store) / BUNDLE_FILE)
     human, agent = (load_kernel_set(lake, store, actor).full.probs for actor in ACTORS)
     f_coef = load_score_calibration(lake, store).linear_coef
-    trajectories = _sessions(built_pipeline, store)["trajectory"]
-    expected = pipeline_quote_scores(trajectories, human, agent, f_coef)
-    np.testing.assert_allclose(bundle_quote_scores(bundle, trajectories), expected, atol=PARITY)
+    sessions = _sessions(built_pipeline, store)
+    trajectories, times = sessions["trajectory"], sessions["event_offsets_ms"]
+    classifier = QuoteClassifier.from_dict(
+        json.loads((lake.quote_detector_dir(store) / CLASSIFIER_FILE).read_text())
+    )
     spec = MarketSpec.load(lake.market_dir(store), settings.agents)
+    assert spec.detector == bundle.provenance["detector"] == "v2" and bundle.needs_time
+    expected = pipeline_quote_scores(trajectories, times, human, agent, f_coef, classifier)
+    scored = bundle_quote_scores(bundle, trajectories, times)
+    np.testing.assert_allclose(scored, expected, atol=PARITY)
+    # It is the classifier's score, not the kernel-only f.
+    kernel_only = pipeline_quote_scores(trajectories, times, human, agent, f_coef)
+    assert np.abs(scored - kernel_only).max() > 0.01
     assert bundle.threshold == spec.detector_threshold
     assert bundle.false_positive_rate == settings.market.detector_fpr
     assert bundle.provenance["store"] == store
@@ -76,9 +91,9 @@ def test_phantom_score_streams_interleaved_sessions_as_the_python_api_scores_the
     store = STORES[0]
     sessions = _sessions(built_pipeline, store).head(6)
     records = [
-        {"session_id": sid, "event": event, "event_id": f"{sid}:{i}"}
-        for sid, events in sessions.iter_rows()
-        for i, event in enumerate(events)
+        {"session_id": sid, "event": event, "event_id": f"{sid}:{i}", "ts_ms": ts_ms}
+        for sid, events, times in sessions.iter_rows()
+        for i, (event, ts_ms) in enumerate(zip(events, times, strict=True))
     ]
     records.sort(key=lambda r: int(r["event_id"].rsplit(":", 1)[1]))  # round-robin interleaving
     lines = [json.dumps(r) for r in records]
@@ -103,8 +118,8 @@ def test_phantom_score_streams_interleaved_sessions_as_the_python_api_scores_the
             "score": q.score,
             "flagged": q.flagged,
         }
-        for sid, events in sessions.iter_rows()
-        for q in bundle.quotes(events)
+        for sid, events, times in sessions.iter_rows()
+        for q in bundle.quotes(events, times)
     ]
     assert sorted(out, key=_quote_key) == sorted(expected, key=_quote_key) and out
 

@@ -401,10 +401,11 @@ def test_pipeline_publishes_the_detectors_as_a_private_model_repo_usable_on_its_
             json.loads(remote[f"{store}/detector.json"])
         )
         local = DetectorBundle.load(lake.detector_dir(store) / "detector.json")
-        trajectories = pl.read_parquet(lake.labeled_sessions(store, "human"))["trajectory"]
-        for events in trajectories.to_list():
-            assert [(q.index, q.score) for q in published.quotes(events)] == [
-                (q.index, q.score) for q in local.quotes(events)
+        humans = pl.read_parquet(lake.labeled_sessions(store, "human"))
+        assert published.needs_time  # detector v2: events carry their times
+        for events, times in humans.select("trajectory", "event_offsets_ms").iter_rows():
+            assert [(q.index, q.score) for q in published.quotes(events, times)] == [
+                (q.index, q.score) for q in local.quotes(events, times)
             ]
     assert pipeline.detector_metadata["repo_id"] == repo
     assert pipeline.detector_metadata["stores"] == ["airline", "hotel"]

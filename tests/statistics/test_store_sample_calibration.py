@@ -2,16 +2,20 @@
 (docs/statistics.md#the-stores-sample), and the store's demand intervals cover the demo world's
 parameters (docs/statistics.md#the-stores-demand): both measured on replicated known stores by
 the real code (`phantom_assets.calibration.store_sample`, `phantom_assets.calibration.demand`);
-`phantom bench calibration --studies store_sample demand` runs them at full size."""
+`phantom bench calibration --studies store_sample demand` runs them at full size. Slow tier
+(`make test-all`, what CI runs): ~40 s of CPU.
+"""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from phantom_assets.calibration import binomial_se
 from phantom_assets.calibration.demand import studies as demand_studies
 from phantom_assets.calibration.store_sample import studies as store_studies
 
+pytestmark = pytest.mark.slow
 STORES, DEMAND_STORES = 30, 10
 
 

@@ -23,6 +23,7 @@ final as (
         sessions.n_events,
         sessions.trajectory,
         sessions.product_ids,
+        sessions.event_offsets_ms,
         sessions.started_at,
         session_labels.is_labeled
 

@@ -26,7 +26,8 @@ session_summaries as (
         count(distinct batch_id) as n_batches,
         min(batch_id) as first_batch_id,
         {{ trajectory_list('event_name', where="record_type = 'interaction'") }} as trajectory,
-        {{ trajectory_list('product_id', where="record_type = 'interaction'") }} as product_ids
+        {{ trajectory_list('product_id', where="record_type = 'interaction'") }} as product_ids,
+        {{ trajectory_list('epoch_ms(event_at)', where="record_type = 'interaction'") }} as event_ms
 
     from events
     group by session_id
@@ -50,6 +51,11 @@ final as (
         session_summaries.n_batches,
         coalesce(session_summaries.trajectory, []::varchar[]) as trajectory,
         coalesce(session_summaries.product_ids, []::varchar[]) as product_ids,
+        -- Time of each trajectory event after the session's first one (the detector's timing).
+        [
+            t - session_summaries.event_ms[1]
+            for t in coalesce(session_summaries.event_ms, []::bigint[])
+        ] as event_offsets_ms,
         session_summaries.first_batch_id
 
     from session_summaries

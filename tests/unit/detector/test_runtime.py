@@ -22,6 +22,16 @@ LOG_RATIO = (
 )
 
 
+# Detector v2 by hand: unit standardization, so logit = intercept + coef · features.
+CLASSIFIER = {
+    "features": ["kernel_gap", "mean_log_gap", "sd_log_gap", "log_elapsed", "no_timing"],
+    "mean": [0.0] * 5,
+    "scale": [1.0] * 5,
+    "coef": [1.0, -1.0, 0.5, 0.25, 3.0],
+    "intercept": 0.1,
+}
+
+
 def sigma(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x))
 
@@ -111,7 +121,12 @@ def test_a_bundle_round_trips_exactly_through_its_file(bundle, tmp_path: Path):
 @pytest.mark.parametrize(
     ("change", "problem"),
     [
-        ({"format": "phantom-detector/0"}, "not a phantom-detector/1 bundle"),
+        ({"format": "phantom-detector/0"}, "not a phantom-detector/2 bundle"),
+        ({"classifier": {"features": ["kernel_gap"]}}, "classifier features must be"),
+        (
+            {"classifier": {**CLASSIFIER, "scale": [1.0, 1.0, 0.0, 1.0, 1.0]}},
+            "classifier scales must be > 0",
+        ),
         ({"log_ratio": [[0.0] * 5] * 4}, "log_ratio must be 5 x 5"),
         ({"quote_event": "buy"}, "quote_event 'buy' is not an event"),
         ({"threshold": 1.5}, "threshold must be in"),
@@ -126,3 +141,32 @@ def test_a_broken_bundle_file_fails_naming_the_file_and_the_problem(
     with pytest.raises(ValueError, match=problem) as raised:
         DetectorBundle.load(path)
     assert str(path) in str(raised.value)
+
+
+def test_detector_v2_scores_the_kernel_gap_and_the_timing_so_far_at_each_quote(bundle):
+    timed = DetectorBundle.from_dict(bundle.to_dict() | {"classifier": CLASSIFIER})
+    # Gaps 2 s, 0.5 s, 1 s. First quote: kernel gap −0.875, one gap of 2 s (sd 0), 2 s elapsed;
+    # second: kernel gap −0.125, log gaps (log 2, −log 2, 0): mean 0, sd √(2/3)·log 2, 3.5 s.
+    quotes = timed.quotes(["hover", "view", "hover", "item_view"], [0, 2000, 2500, 3500])
+    first = 0.1 - 0.875 - math.log(2) + 0.25 * math.log1p(2.0)
+    second = 0.1 - 0.125 + 0.5 * math.sqrt(2 / 3) * math.log(2) + 0.25 * math.log1p(3.5)
+    assert quotes[0].score == pytest.approx(sigma(first), abs=1e-12)
+    assert quotes[1].score == pytest.approx(sigma(second), abs=1e-12)
+    (alone,) = timed.quotes(["cart"], [7])  # one event: no gap yet
+    assert alone.score == pytest.approx(sigma(0.1 + 2.0 + 3.0), abs=1e-12)
+
+
+def test_detector_v2_refuses_events_without_a_time_or_out_of_order(bundle):
+    timed = DetectorBundle.from_dict(bundle.to_dict() | {"classifier": CLASSIFIER})
+    scorer = timed.session()
+    with pytest.raises(ValueError, match="needs its time"):
+        scorer.push("hover")
+    scorer.push("hover", 1000)
+    with pytest.raises(ValueError, match="before the previous event"):
+        scorer.push("view", 999)
+    stream = StreamScorer(timed)
+    with pytest.raises(ValueError, match="missing ts_ms"):
+        stream.push({"session_id": "s", "event": "view"})
+    with pytest.raises(ValueError, match="ts_ms must be a number"):
+        stream.push({"session_id": "s", "event": "view", "ts_ms": "soon"})
+    assert stream.push({"session_id": "s", "event": "view", "ts_ms": 5})["index"] == 0

@@ -142,3 +142,24 @@ def test_the_ledger_keeps_its_contract_and_reads_in_sentences():
     sentences = ledger_sentences(table.to_dicts(), K)
     assert sentences[0].startswith("engagement pricing is worth") and "α = 0.5" in sentences[1]
     assert ledger_markdown(table, K).count("\n") == table.height + 2
+
+
+def test_the_kernel_only_detector_is_the_fitted_one_when_the_market_quotes_with_it():
+    table = ledger("strong")  # no separate kernel-only scores: the same detector
+    for fitted, kernel in (
+        ("fitted_detector", "kernel_only_detector"),
+        ("fitted_share", "kernel_only_share"),
+    ):
+        assert row(table, 0.5, kernel)["value"] == pytest.approx(row(table, 0.5, fitted)["value"])
+
+
+def test_where_only_detector_v2_finds_agents_the_ledger_credits_it_and_not_the_kernel_only_one():
+    # v2 flags every agent session; the kernel-only f of agents is drawn from the humans': its
+    # own τ flags as many agents as humans, so it can win back little beyond a blind rule.
+    world = detectable_world()
+    blind = np.random.default_rng(1).choice(world.human_score, world.agent_score.size)
+    spec = dataclasses.replace(world, detector="v2", agent_kernel_score=blind)
+    table = agent_ledger(spec, [0.5], [K], SELECTION, HELD_OUT)
+    fitted, kernel = row(table, 0.5, "fitted_detector"), row(table, 0.5, "kernel_only_detector")
+    assert fitted["ci_low"] > 0 and fitted["value"] > kernel["value"]
+    assert row(table, 0.5, "fitted_share")["value"] > row(table, 0.5, "kernel_only_share")["value"]

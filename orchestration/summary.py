@@ -263,7 +263,8 @@ def agent_ledger(settings: Settings, store: str) -> dict[str, Any] | None:
         .with_columns(pl.selectors.float().fill_nan(None))
         .to_dicts()
     )
-    return {"k": k, "rows": rows, "reading": ledger_sentences(rows, k)}
+    reading = ledger_sentences(rows, k, settings.agents.evasion_band)
+    return {"k": k, "rows": rows, "reading": reading}
 
 
 def certification(settings: Settings, store: str) -> dict[str, Any] | None:

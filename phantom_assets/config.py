@@ -190,6 +190,11 @@ class AgentsConfig(SettingsSection, section="agents"):
         ambiguity_radius_w1: ε of that interval, in engagement units (see `market.spec`).
         stress_radius: r of the stress band α0 ± r of the evaluation
             (docs/method.md#evaluation-protocol).
+        evasion_thetas: the evasion shares θ the ledger sweeps: agents that draw a share θ of
+            their transitions and timing from the human law (docs/detector.md#agents-that-adapt;
+            0 is always included).
+        evasion_band: θ up to which agents are assumed to adapt (declared): the ledger's and
+            the certificate's worst-case detector value is over the swept θ in [0, band].
     """
 
     alpha_grid: tuple[float, ...] = bounded((0.0, 0.5, 1.0), SHARE)
@@ -203,9 +208,15 @@ class AgentsConfig(SettingsSection, section="agents"):
     robust_alpha_candidates: int = bounded(3, COUNT)
     ambiguity_radius_w1: float = 4.0
     stress_radius: float = bounded(0.2, SHARE)
+    evasion_thetas: tuple[float, ...] = bounded((0.0, 0.25, 0.5, 1.0), SHARE)
+    evasion_band: float = bounded(0.25, SHARE)
 
     def __post_init__(self) -> None:
-        grids = {"alpha_grid": self.alpha_grid, "train_alphas": self.train_alphas}
+        grids = {
+            "alpha_grid": self.alpha_grid,
+            "train_alphas": self.train_alphas,
+            "evasion_thetas": self.evasion_thetas,
+        }
         for name, grid in grids.items():
             if not grid or any(not 0.0 <= a <= 1.0 for a in grid):
                 raise ValueError(f"[agents] {name} must be a non-empty list in [0, 1]: {grid!r}")
@@ -236,6 +247,11 @@ class AgentsConfig(SettingsSection, section="agents"):
         if self.train_law not in TRAINING_LAWS:
             raise ValueError(
                 f"[agents] train_law must be one of {TRAINING_LAWS}, got {self.train_law!r}"
+            )
+        if 0.0 not in self.evasion_thetas:
+            raise ValueError(
+                f"[agents] evasion_thetas must include 0 (agents as logged), got "
+                f"{self.evasion_thetas!r}"
             )
 
 

@@ -203,7 +203,7 @@ def derive_certificate(
             "ledger": {
                 "k": agents.nominal_k,
                 "rows": ledger,
-                "reading": ledger_sentences(ledger, agents.nominal_k),
+                "reading": ledger_sentences(ledger, agents.nominal_k, agents.evasion_band),
             },
             "candidate_set": [p for p in grid if p not in references],
             "missing_evaluations": missing,

@@ -16,7 +16,7 @@ from phantom_assets.assets.resources import StorageResource
 from phantom_assets.config import Settings
 from phantom_assets.constants import ACTORS
 from phantom_assets.detector import build_bundle, parity_errors, save_bundle
-from phantom_assets.detector.classifier import QuoteClassifier
+from phantom_assets.detector.classifier import classifiers_from_dict, classifiers_to_dict
 from phantom_assets.detector.fit import QUOTE_PREFIX, V2_DETECTOR, fit_quote_detector
 from phantom_assets.detector.recall import recall_markdown
 from phantom_assets.fingerprint import load_kernel_set, load_score_calibration
@@ -82,7 +82,8 @@ def quote_detector(context: dg.AssetExecutionContext, storage: StorageResource):
         folder / RECALL_MD_FILE,
     )
     write_parquet_atomic(fit.scores, paths[0])
-    write_json_atomic({**fit.classifier.to_dict(), "calibration": fit.calibration}, paths[1])
+    classifiers = classifiers_to_dict(fit.classifier, fit.fold_classifiers)
+    write_json_atomic({**classifiers, "calibration": fit.calibration}, paths[1])
     write_parquet_atomic(fit.recall, paths[2])
     write_bytes_atomic(markdown.encode(), paths[3])
     version, artifacts = artifact_version(*paths)
@@ -132,7 +133,7 @@ def detector_bundle(context: dg.AssetExecutionContext, storage: StorageResource)
     classifier = None
     if spec.detector == V2_DETECTOR:
         inputs.append(lake.quote_detector_dir(store) / CLASSIFIER_FILE)
-        classifier = QuoteClassifier.from_dict(json.loads(inputs[-1].read_text()))
+        classifier = classifiers_from_dict(json.loads(inputs[-1].read_text()))[0]
     provenance = {
         "store": store,
         "code_version": DETECTOR_CODE,

@@ -5,10 +5,12 @@ Over the 250-line asset-module budget by a few lines: the oracle's observation c
 the same seeds and (α, K) grid as the oracle, so it lives with it."""
 
 import dataclasses
+import json
 from pathlib import Path
 
 import dagster as dg
 import gymnasium as gym
+import numpy as np
 import polars as pl
 
 from phantom_assets.assets.declared import declared_asset
@@ -22,9 +24,12 @@ from phantom_assets.assets.partitions import BY_STORE, GridPartitions, store_par
 from phantom_assets.assets.resources import StorageResource
 from phantom_assets.config import AgentsConfig, Settings
 from phantom_assets.constants import ACTORS, STORES
-from phantom_assets.detector.fit import V2_DETECTOR
+from phantom_assets.detector.classifier import classifiers_from_dict
+from phantom_assets.detector.evasion import EVASION_STREAM
+from phantom_assets.detector.market_terms import quote_terms
 from phantom_assets.fingerprint import load_kernel_set, load_score_calibration
 from phantom_assets.lake import (
+    CLASSIFIER_FILE,
     DEFENDED_FILE,
     EROSION_FILE,
     EROSION_METRICS_FILE,
@@ -51,7 +56,6 @@ from phantom_assets.market import (
     oracle,
     plot_coi_erosion,
     prefix_auc,
-    rescored_banks,
     spec_markdown,
     store_session_banks,
 )
@@ -61,6 +65,7 @@ from phantom_assets.market.demand import read_store_demand
 from phantom_assets.market.ledger import agent_ledger, ledger_markdown
 from phantom_assets.market.plots import plot_ledger
 from phantom_assets.market.prices import read_store_prices
+from phantom_assets.market.spec import swept_thetas
 from phantom_assets.storage import write_json_atomic, write_parquet_atomic
 
 MARKET_CODE = code_version_of(
@@ -85,6 +90,7 @@ MARKET_READS = (
     "agents.ambiguity_radius_w1",
     "agents.alpha_grid",
     "agents.stress_radius",
+    "agents.evasion_thetas",
     *SELECTION_SEEDS,
 )
 EROSION_READS = (
@@ -95,6 +101,7 @@ EROSION_READS = (
 )
 ORACLE_READS = (
     "agents.alpha_grid",
+    "agents.evasion_thetas",  # the ledger's rows of adapting agents
     "agents.k_grid",
     "agents.nominal_k",
     "agents.stress_radius",
@@ -130,10 +137,18 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
         f_coef,
         prices.signal,
     )
-    kernel_scores = (sessions[0].score, sessions[1].score)
-    if settings.market.detector == V2_DETECTOR:
-        quote = pl.read_parquet(lake.quote_detector_dir(store) / QUOTE_SCORES_FILE)
-        sessions = rescored_banks(sessions, frames, quote, f"{V2_DETECTOR}_score")
+    classifiers = json.loads((lake.quote_detector_dir(store) / CLASSIFIER_FILE).read_text())
+    terms = quote_terms(
+        sessions,
+        frames,
+        pl.read_parquet(lake.quote_detector_dir(store) / QUOTE_SCORES_FILE),
+        settings.market.detector,
+        classifiers_from_dict(classifiers)[1],
+        f_coef,
+        swept_thetas(settings.agents),
+        np.random.default_rng(anchor_seed + EVASION_STREAM),
+    )
+    sessions, kernel_scores = terms.banks, terms.kernel_scores
     experiments = tuple(
         frame.select(pl.col("experiment_id").fill_null(pl.col("session_id"))).to_series().to_list()
         for frame in frames
@@ -150,6 +165,7 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
         demand,
         experiments,
         kernel_scores,
+        **(terms.overrides if settings.market.bank == "empirical" else {}),
     )
     spec, optima = centre_on_optima(
         compiled,

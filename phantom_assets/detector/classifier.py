@@ -24,6 +24,8 @@ __all__ = [
     "DEFAULT_C",
     "QuoteClassifier",
     "calibration_summary",
+    "classifiers_from_dict",
+    "classifiers_to_dict",
     "fit_quote_classifier",
     "fold_classifiers",
     "out_of_fold_scores",
@@ -152,6 +154,25 @@ def out_of_fold_scores(
         held = folds == fold
         scores[held] = model.predict(np.asarray(x)[held])
     return scores
+
+
+def classifiers_to_dict(
+    full: QuoteClassifier, folds: Mapping[int, QuoteClassifier]
+) -> dict[str, Any]:
+    """The JSON object of `quote_detector/classifier.json`: the classifier fitted on every
+    session (the bundle's) and each fold's (the bank's out-of-fold scores)."""
+    return {
+        "classifier": full.to_dict(),
+        "fold_classifiers": {str(fold): model.to_dict() for fold, model in sorted(folds.items())},
+    }
+
+
+def classifiers_from_dict(
+    data: Mapping[str, Any],
+) -> tuple[QuoteClassifier, dict[int, QuoteClassifier]]:
+    """(full, per-fold) classifiers of a `classifiers_to_dict` object."""
+    folds = {int(k): QuoteClassifier.from_dict(v) for k, v in data["fold_classifiers"].items()}
+    return QuoteClassifier.from_dict(data["classifier"]), folds
 
 
 def calibration_summary(score: np.ndarray, is_agent: np.ndarray) -> dict[str, float]:

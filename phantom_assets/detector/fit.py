@@ -64,12 +64,14 @@ class QuoteDetectorFit:
             the quote-time features (`QUOTE_FEATURES`), `kernel_score` and `v2_score` (both out
             of fold).
         classifier: v2's classifier fitted on every labelled session (the bundle's).
+        fold_classifiers: v2's classifier fitted without each fold (the out-of-fold scores').
         recall: `recall.RECALL_SCHEMA` rows of both detectors and v2 − kernel.
         calibration: per detector, `classifier.calibration_summary` of its quote-time scores.
     """
 
     scores: pl.DataFrame
     classifier: QuoteClassifier
+    fold_classifiers: dict[int, QuoteClassifier]
     recall: pl.DataFrame
     calibration: dict[str, dict[str, float]]
 
@@ -148,6 +150,7 @@ def fit_quote_detector(
     return QuoteDetectorFit(
         scores=scores,
         classifier=fit_quote_classifier(at_quote, is_agent, QUOTE_FEATURES, c),
+        fold_classifiers=models,
         recall=recall,
         calibration={
             name: calibration_summary(score, is_agent) for name, score in quote_scores.items()

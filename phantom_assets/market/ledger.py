@@ -17,7 +17,11 @@ cover the store's finite data: `intervals.store_interval`):
   engagement (`beyond_engagement`: the same action with f permuted within engagement strata,
   the certificate's detector value);
 - human_harm, human_quoted_up, human_surplus_change: what the fitted detector's action costs
-  humans against the best undefended response at α (docs/method.md#human-harm).
+  humans against the best undefended response at α (docs/method.md#human-harm);
+- adapted_fitted_detector, adapted_beyond_engagement (per swept evasion share θ > 0, column
+  `theta`): the fitted detector's action, chosen on the logged agents, when agents adapt
+  (docs/detector.md#agents-that-adapt); adapted_agents_flagged the share of agent sessions τ
+  then flags and adapted_time_cost_s the extra seconds an adapting session takes to its quote.
 """
 
 from __future__ import annotations
@@ -58,7 +62,14 @@ LEDGER_QUANTITIES: tuple[str, ...] = (
     "human_quoted_up",
     "human_surplus_change",
 )
-"""The ledger's quantities, in the order it lists them (the §12 contract's `quantity`)."""
+"""The ledger's quantities at θ = 0, in the order it lists them (the §12 contract's `quantity`)."""
+EVASION_QUANTITIES: tuple[str, ...] = (
+    "adapted_fitted_detector",
+    "adapted_beyond_engagement",
+    "adapted_agents_flagged",
+    "adapted_time_cost_s",
+)
+"""The ledger's quantities per evasion share θ > 0."""
 _MONEY = (
     "personalization_value",
     "agents_take",
@@ -66,11 +77,14 @@ _MONEY = (
     "fitted_detector",
     "kernel_only_detector",
     "beyond_engagement",
+    "adapted_fitted_detector",
+    "adapted_beyond_engagement",
 )
 _SHARES = ("fitted_share", "kernel_only_share")
 LEDGER_SCHEMA: dict[str, pl.DataType] = {
     "alpha": pl.Float64(),
     "k": pl.Int64(),
+    "theta": pl.Float64(),
     "quantity": pl.String(),
     "value": pl.Float64(),
     "ci_low": pl.Float64(),
@@ -116,13 +130,21 @@ def _per_seed(
 
 
 def _row(
-    alpha: float, k: int, quantity: str, values: np.ndarray, scale: float, action: str, level: float
+    alpha: float,
+    k: int,
+    quantity: str,
+    values: np.ndarray,
+    scale: float,
+    action: str,
+    level: float,
+    theta: float = 0.0,
 ) -> dict[str, object]:
     interval = store_interval(values, level)
     share = interval.mean / scale if quantity in _MONEY and scale > 0 else math.nan
     return {
         "alpha": alpha,
         "k": k,
+        "theta": theta,
         "quantity": quantity,
         "value": interval.mean,
         "ci_low": interval.ci_low,
@@ -142,6 +164,7 @@ def _share_row(
     return {
         "alpha": alpha,
         "k": k,
+        "theta": 0.0,
         "quantity": quantity,
         "value": ratio,
         "ci_low": math.nan,
@@ -226,14 +249,77 @@ def agent_ledger(
                     _row(alpha, k, name, fitted[name], scale, _text(cell.fitted), level)
                     for name in ("human_harm", "human_quoted_up", "human_surplus_change")
                 ),
+                *_adapted_rows(spec, cell, alpha, k, test_seeds, undefended, scale, level),
             ]
-    order = {name: i for i, name in enumerate(LEDGER_QUANTITIES)}
+    order = {name: i for i, name in enumerate((*LEDGER_QUANTITIES, *EVASION_QUANTITIES))}
     return (
         pl.DataFrame(rows, schema=LEDGER_SCHEMA)
         .with_columns(pl.col("quantity").replace_strict(order).alias("_order"))
-        .sort("k", "alpha", "_order")
+        .sort("k", "alpha", "theta", "_order")
         .drop("_order")
     )
+
+
+def _adapted_rows(
+    spec: MarketSpec,
+    cell: _Cell,
+    alpha: float,
+    k: int,
+    seeds: Sequence[int],
+    undefended: np.ndarray,
+    scale: float,
+    level: float,
+) -> list[dict[str, object]]:
+    """The fitted detector's action (chosen on the logged agents) when agents adapt with each
+    swept evasion share θ > 0: what it still wins back, its value beyond engagement, the share
+    of agent sessions τ flags and the extra seconds an adapting session takes to its quote."""
+    rows: list[dict[str, object]] = []
+    action = _text(cell.fitted)
+    for t, theta in enumerate(spec.evasion_thetas):
+        if theta == 0.0:
+            continue  # the logged agents: the fitted rows above
+        adapted = spec.evaded(theta)
+        fitted = _per_seed(
+            adapted, cell.fitted.action, alpha, k, seeds, reference=cell.undefended.action[:2]
+        )["profit"]
+        permuted = _per_seed(adapted, cell.fitted.action, alpha, k, seeds, PERMUTED)["profit"]
+        flagged = np.mean(spec.agent_evasion_score[t] > spec.detector_threshold)  # type: ignore[index]
+        constant = {
+            "adapted_agents_flagged": float(flagged),
+            "adapted_time_cost_s": float(spec.evasion_time_cost_s[t]),
+        }
+        rows += [
+            _row(
+                alpha,
+                k,
+                "adapted_fitted_detector",
+                fitted - undefended,
+                scale,
+                action,
+                level,
+                theta,
+            ),
+            _row(
+                alpha,
+                k,
+                "adapted_beyond_engagement",
+                fitted - permuted,
+                scale,
+                action,
+                level,
+                theta,
+            ),
+            *(
+                {
+                    **_row(alpha, k, name, np.full(len(seeds), value), scale, action, level, theta),
+                    "ci_low": math.nan,
+                    "ci_high": math.nan,
+                    "method": "the agent bank's sessions (no interval)",
+                }
+                for name, value in constant.items()
+            ),
+        ]
+    return rows
 
 
 def _best(spec: MarketSpec, alpha: float, k: int, seeds: Sequence[int]) -> _Cell:
@@ -253,22 +339,29 @@ def _best(spec: MarketSpec, alpha: float, k: int, seeds: Sequence[int]) -> _Cell
 
 def ledger_markdown(ledger: pl.DataFrame, k: int) -> str:
     """The ledger at one K as a markdown table: money per episode with its interval and the
-    share of the best undefended profit at α = 0."""
+    share of the best undefended profit at α = 0 (θ: the agents' evasion share)."""
     rows = ledger.filter(pl.col("k") == k)
     lines = [
-        "| α | quantity | value [95% CI] | % of α = 0 profit | action |",
-        "|---:|---|---|---:|---|",
+        "| α | θ | quantity | value [95% CI] | % of α = 0 profit | action |",
+        "|---:|---:|---|---|---:|---|",
     ]
     for r in rows.iter_rows(named=True):
+        share = ""
         if r["quantity"] in _MONEY:
             value = f"{r['value']:,.0f} [{r['ci_low']:,.0f}, {r['ci_high']:,.0f}]"
             share = f"{100 * r['share_of_profit']:.1f}%"
         elif r["quantity"] in _SHARES:
-            value, share = f"{r['value']:.0%} of the perfect detector", ""
+            value = f"{r['value']:.0%} of the perfect detector"
+        elif r["quantity"] == "adapted_agents_flagged":
+            value = f"{r['value']:.1%} of agent sessions"
+        elif r["quantity"] == "adapted_time_cost_s":
+            value = f"+{r['value']:,.1f} s per session to its quote"
         else:
             value = f"{r['value']:.4f} [{r['ci_low']:.4f}, {r['ci_high']:.4f}]"
-            share = ""
-        lines.append(f"| {r['alpha']:g} | {r['quantity']} | {value} | {share} | {r['action']} |")
+        lines.append(
+            f"| {r['alpha']:g} | {r['theta']:g} | {r['quantity']} | {value} | {share} | "
+            f"{r['action']} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -286,12 +379,15 @@ def _money(row: Mapping[str, Any]) -> str:
     return f"{value}{share_text} [{row['ci_low']:,.0f}, {row['ci_high']:,.0f}]"
 
 
-def ledger_sentences(rows: Sequence[Mapping[str, Any]], k: int) -> list[str]:
+def ledger_sentences(
+    rows: Sequence[Mapping[str, Any]], k: int, evasion_band: float | None = None
+) -> list[str]:
     """The ledger at one K in plain sentences (money per episode, share of the best undefended
     profit at α = 0, 95% store-sample interval): what the summary, the certificate and the README
-    lead with. `rows`: ledger rows as mappings (`LEDGER_SCHEMA`)."""
+    lead with. `rows`: ledger rows as mappings (`LEDGER_SCHEMA`); `evasion_band`: the declared θ
+    band whose worst case the adapted-agents sentence states (None: no such sentence)."""
     at_k = [r for r in rows if r["k"] == k]
-    cell = {(float(r["alpha"]), r["quantity"]): r for r in at_k}
+    cell = {(float(r["alpha"]), r["quantity"]): r for r in at_k if not r.get("theta")}
     lines = []
     value = cell.get((0.0, "personalization_value"))
     if value is not None:
@@ -315,4 +411,38 @@ def ledger_sentences(rows: Sequence[Mapping[str, Any]], k: int) -> list[str]:
             f"back {_money(perfect)}; the fitted detector wins back {_money(fitted)}{share_text}"
             f" ({_money(beyond)} of it beyond engagement){harm_text}"
         )
+        if evasion_band is not None:
+            lines += _adapted_sentence(at_k, alpha, k, evasion_band)
     return lines
+
+
+def _adapted_sentence(
+    rows: Sequence[Mapping[str, Any]], alpha: float, k: int, band: float
+) -> list[str]:
+    """The worst value beyond engagement of the fitted detector's action over the swept θ in
+    (0, band], and at θ = 1 when swept (nothing when no θ > 0 was swept)."""
+    adapted = {
+        (float(r["theta"]), r["quantity"]): r
+        for r in rows
+        if float(r["alpha"]) == alpha and r.get("theta")
+    }
+    thetas = sorted({theta for theta, _ in adapted})
+    in_band = [t for t in thetas if t <= band + 1e-12]
+    if not thetas:
+        return []
+    text = (
+        f"if agents adapt (evasion share θ, declared band θ ≤ {band:g}) at α = {alpha:g}, K = {k}"
+    )
+    if in_band:
+        worst = min(in_band, key=lambda t: adapted[t, "adapted_beyond_engagement"]["value"])
+        row = adapted[worst, "adapted_beyond_engagement"]
+        flagged = adapted[worst, "adapted_agents_flagged"]["value"]
+        cost = adapted[worst, "adapted_time_cost_s"]["value"]
+        text += (
+            f": the detector's value beyond engagement is at worst {_money(row)} (θ = {worst:g};"
+            f" τ then flags {flagged:.0%} of agent sessions, each {cost:,.1f} s slower)"
+        )
+    if 1.0 in thetas:
+        mimic = adapted[1.0, "adapted_beyond_engagement"]
+        text += f"; agents that mimic humans fully (θ = 1): {_money(mimic)}"
+    return [text]

@@ -24,6 +24,7 @@ _BANK_ARRAYS: tuple[str, ...] = tuple(
     f"{actor}_{name}" for actor in ("human", "agent") for name in BANK_FIELDS
 )
 _KERNEL_SCORE_ARRAYS: tuple[str, ...] = ("human_kernel_score", "agent_kernel_score")
+_EVASION_ARRAYS: tuple[str, ...] = ("agent_evasion_score", "agent_evasion_kernel_score")
 _REPLICATE_ARRAYS: tuple[str, ...] = (
     "human_multiplicity",
     "agent_multiplicity",
@@ -36,6 +37,7 @@ _ARRAY_FIELDS: tuple[str, ...] = (
     "product_weights",
     *_BANK_ARRAYS,
     *_KERNEL_SCORE_ARRAYS,
+    *_EVASION_ARRAYS,
     *_REPLICATE_ARRAYS,
 )
 REPLICATE_COLUMNS: tuple[str, ...] = (
@@ -54,12 +56,18 @@ _TUPLE_FIELDS: tuple[str, ...] = (
     "markups",
     "detector_strengths",
     "states",
+    "evasion_time_cost_s",
 )
 HAND_BUILT_VALUATION_MEAN = 1.5
 """μ of a spec built by hand (tests, the env benchmark); compiled specs take the store's demand."""
 SOURCES: tuple[str, ...] = ("logs", "fitted", "declared", "empirical", "kernel")
 """Where a spec term comes from: the store's logs (or a fit to them), a declared assumption, the
 store's real sessions (an empirical bank) or chains sampled from its kernels."""
+
+
+def swept_thetas(agents: AgentsConfig) -> tuple[float, ...]:
+    """The evasion shares a compiled market sweeps: `agents.evasion_thetas`, sorted, 0 first."""
+    return tuple(sorted({0.0, *(float(t) for t in agents.evasion_thetas)}))
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,6 +86,13 @@ class MarketSpec:
         agent_engagement, agent_score, agent_weight: the agent bank (clean sessions).
         human_kernel_score, agent_kernel_score: each bank session's kernel-only f (the same
             as its score when the market quotes with the kernel detector); None: the score.
+        agent_evasion_score, agent_evasion_kernel_score: (T, agent bank size) each agent
+            session's score (and kernel-only score) when its agent adapts with the t-th swept
+            evasion share θ (`evasion_thetas`: `agents.evasion_thetas` with 0 first;
+            docs/detector.md#agents-that-adapt; `detector.evasion`); None: one row, θ = 0, the
+            bank's own.
+        evasion_time_cost_s: (T,) the mean extra seconds an adapting agent session takes to
+            its quote at each θ (reported, not charged).
         mu_human, beta_human, sigma_human: a human's valuation μ + β·g_v(s) + σ·z at the
             engagement s of its quote (× the anchor of the wanted product; g_v with
             `valuation_scale`): the store's demand (`store_demand`), or its revealed-preference
@@ -135,6 +150,9 @@ class MarketSpec:
     product_weights: np.ndarray | None = None
     human_kernel_score: np.ndarray | None = None
     agent_kernel_score: np.ndarray | None = None
+    agent_evasion_score: np.ndarray | None = None
+    agent_evasion_kernel_score: np.ndarray | None = None
+    evasion_time_cost_s: tuple[float, ...] = (0.0,)
     human_multiplicity: np.ndarray | None = None
     agent_multiplicity: np.ndarray | None = None
     demand_replicates: np.ndarray | None = None
@@ -192,11 +210,7 @@ class MarketSpec:
         for name, shape in empty.items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, np.zeros(shape))
-        for actor in ("human", "agent"):
-            if getattr(self, f"{actor}_kernel_score") is None:
-                object.__setattr__(self, f"{actor}_kernel_score", getattr(self, f"{actor}_score"))
-        if self.kernel_detector_threshold is None:
-            object.__setattr__(self, "kernel_detector_threshold", self.detector_threshold)
+        self._default_scores()
         for name in _ARRAY_FIELDS:
             arr = np.array(getattr(self, name), dtype=np.float64, copy=True)
             arr.setflags(write=False)
@@ -209,6 +223,20 @@ class MarketSpec:
             validate_kernel(getattr(self, name), name, n_states=len(self.states))
         self.banks  # noqa: B018 -- validates the bank arrays
         self._validate_scalars()
+
+    def _default_scores(self) -> None:
+        """Scores left None are the bank's own: the kernel-only f is the score, τ its τ, and the
+        evasion sweep only θ = 0. A market that quotes with the kernel detector has no other
+        kernel-only f (a copy with new scores keeps them one)."""
+        kernel_detector = self.detector == MARKET_DETECTORS[1]
+        for actor in ("human", "agent"):
+            if kernel_detector or getattr(self, f"{actor}_kernel_score") is None:
+                object.__setattr__(self, f"{actor}_kernel_score", getattr(self, f"{actor}_score"))
+        for name, own in zip(_EVASION_ARRAYS, ("agent_score", "agent_kernel_score"), strict=True):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, np.atleast_2d(getattr(self, own)))
+        if kernel_detector or self.kernel_detector_threshold is None:
+            object.__setattr__(self, "kernel_detector_threshold", self.detector_threshold)
 
     def _validate_scalars(self) -> None:
         checks: dict[str, bool] = {
@@ -243,6 +271,14 @@ class MarketSpec:
             "reference_engagement": self.reference_engagement > 0,
             "detector_threshold": 0.0 <= self.detector_threshold <= 1.0,
             "detector": self.detector in MARKET_DETECTORS,
+            "evasion_time_cost_s": len(self.evasion_time_cost_s)
+            == self.agent_evasion_score.shape[0],  # type: ignore[union-attr]
+            **{
+                name: getattr(self, name).ndim == 2
+                and getattr(self, name).shape[1] == np.size(self.agent_engagement)
+                and bool(np.all((getattr(self, name) >= 0) & (getattr(self, name) <= 1)))
+                for name in _EVASION_ARRAYS
+            },
             "kernel_detector_threshold": 0.0 <= self.kernel_detector_threshold <= 1.0,  # type: ignore[operator]
             **{
                 name: np.shape(getattr(self, name)) == np.shape(getattr(self, score))
@@ -287,6 +323,33 @@ class MarketSpec:
         return tuple(  # type: ignore[return-value]
             ChainBank(*(getattr(self, f"{actor}_{name}") for name in BANK_FIELDS))
             for actor in ("human", "agent")
+        )
+
+    @property
+    def evasion_thetas(self) -> tuple[float, ...]:
+        """The evasion shares θ of the evasion arrays' rows: the swept ones
+        (`swept_thetas(agents)`), or (0,) where the spec has no sweep."""
+        rows = self.agent_evasion_score.shape[0]  # type: ignore[union-attr]
+        if rows == 1:
+            return (0.0,)
+        thetas = swept_thetas(self.agents)
+        if len(thetas) != rows:
+            raise ValueError(
+                f"the market swept {rows} evasion shares, [agents] evasion_thetas has "
+                f"{thetas}: re-materialize market_simulators"
+            )
+        return thetas
+
+    def evaded(self, theta: float) -> MarketSpec:
+        """The market whose agents adapt with evasion share θ (one of `evasion_thetas`): their
+        sessions' scores are the θ row of the evasion arrays; humans, τ and all else unchanged."""
+        if theta not in self.evasion_thetas:
+            raise ValueError(f"θ = {theta} was not swept; the spec has {self.evasion_thetas}")
+        row = self.evasion_thetas.index(theta)
+        return dataclasses.replace(
+            self,
+            agent_score=self.agent_evasion_score[row],  # type: ignore[index]
+            agent_kernel_score=self.agent_evasion_kernel_score[row],  # type: ignore[index]
         )
 
     @property

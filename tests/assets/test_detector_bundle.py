@@ -19,7 +19,7 @@ from phantom_assets.detector import (
     bundle_quote_scores,
     pipeline_quote_scores,
 )
-from phantom_assets.detector.classifier import QuoteClassifier
+from phantom_assets.detector.classifier import classifiers_from_dict
 from phantom_assets.fingerprint import load_kernel_set, load_score_calibration
 from phantom_assets.lake import CLASSIFIER_FILE
 from phantom_assets.market import MarketSpec
@@ -51,9 +51,9 @@ def test_the_bundle_scores_every_session_as_the_pipeline_does_and_carries_its_ta
     f_coef = load_score_calibration(lake, store).linear_coef
     sessions = _sessions(built_pipeline, store)
     trajectories, times = sessions["trajectory"], sessions["event_offsets_ms"]
-    classifier = QuoteClassifier.from_dict(
+    classifier = classifiers_from_dict(
         json.loads((lake.quote_detector_dir(store) / CLASSIFIER_FILE).read_text())
-    )
+    )[0]
     spec = MarketSpec.load(lake.market_dir(store), settings.agents)
     assert spec.detector == bundle.provenance["detector"] == "v2" and bundle.needs_time
     expected = pipeline_quote_scores(trajectories, times, human, agent, f_coef, classifier)

@@ -10,12 +10,13 @@ import polars as pl
 import pytest
 
 from phantom_assets.constants import ACTORS, STORES
-from phantom_assets.detector.classifier import QuoteClassifier, fold_classifiers
+from phantom_assets.detector.classifier import classifiers_from_dict, fold_classifiers
 from phantom_assets.detector.features import QUOTE_FEATURES
 from phantom_assets.detector.fit import DETECTORS, QUOTE_PREFIX, V2_DETECTOR
 from phantom_assets.detector.recall import DETECTOR_FPRS, RECALL_SCHEMA
 from phantom_assets.lake import CLASSIFIER_FILE, LEDGER_FILE, QUOTE_SCORES_FILE, RECALL_FILE
 from phantom_assets.market import MarketSpec
+from phantom_assets.market.ledger import EVASION_QUANTITIES
 from tests.built_pipeline import BuiltPipeline
 
 
@@ -60,11 +61,12 @@ def test_v2s_scores_come_from_classifiers_that_never_saw_the_sessions_fold(
         held = folds == fold
         np.testing.assert_allclose(model.predict(x[held]), scores["v2_score"].to_numpy()[held])
     # The bundle's classifier is fitted on every session: it scores them differently.
-    full = QuoteClassifier.from_dict(
+    full, saved = classifiers_from_dict(
         json.loads(
             (built_pipeline.settings.lake.quote_detector_dir(store) / CLASSIFIER_FILE).read_text()
         )
     )
+    assert saved == models  # the fold classifiers the market's bank and evasion score with
     assert np.abs(full.predict(x) - scores["v2_score"].to_numpy()).max() > 1e-6
 
 
@@ -91,9 +93,21 @@ def test_the_recall_table_has_every_detector_prefix_and_rate_with_an_interval(
         assert r["recall"] == pytest.approx(a - b)
 
 
-def test_the_ledger_reports_both_detectors_share_of_a_perfect_one(built_pipeline: BuiltPipeline):
-    lake = built_pipeline.settings.lake
+def test_the_ledger_reports_both_detectors_and_agents_that_adapt(built_pipeline: BuiltPipeline):
+    settings = built_pipeline.settings
+    swept = sorted(t for t in settings.agents.evasion_thetas if t > 0)
     for store in STORES:
-        ledger = pl.read_parquet(lake.oracle_dir(store) / LEDGER_FILE)
+        ledger = pl.read_parquet(settings.lake.oracle_dir(store) / LEDGER_FILE)
         quantities = set(ledger["quantity"])
         assert {"fitted_share", "kernel_only_share", "kernel_only_detector"} <= quantities
+        adapted = ledger.filter(pl.col("theta") > 0)
+        assert set(adapted["quantity"]) == set(EVASION_QUANTITIES)
+        assert sorted(set(adapted["theta"])) == swept
+        # Human-like timing is slower: an adapting agent session reaches its quote later, the
+        # more so the more it adapts, and τ flags fewer of them.
+        for alpha, k in set(adapted.select("alpha", "k").iter_rows()):
+            cell = adapted.filter(pl.col("alpha") == alpha, pl.col("k") == k).sort("theta")
+            cost = cell.filter(pl.col("quantity") == "adapted_time_cost_s")
+            flagged = cell.filter(pl.col("quantity") == "adapted_agents_flagged")
+            assert (cost["value"].diff().drop_nulls() > 0).all() and cost["value"][0] > 0
+            assert (flagged["value"].diff().drop_nulls() <= 0).all()

@@ -74,6 +74,8 @@ EXPECTED_READERS: dict[str, tuple[str, ...]] = {
         "trained_policies",
     ),
     "agents.erosion_k_grid": ("coi_erosion",),
+    "agents.evasion_thetas": ("market_oracle", "market_simulators"),
+    "agents.evasion_band": (),
     "agents.robust_k_set": ("market_simulators", "trained_policies"),
     "agents.robust_alpha_candidates": ("market_simulators", "trained_policies"),
     "agents.ambiguity_radius_w1": ("market_simulators", "trained_policies"),

@@ -15,10 +15,14 @@ import polars as pl
 import pytest
 
 from phantom_assets.config import MarketConfig
+from phantom_assets.detector.evasion import evaded_scores
+from phantom_assets.detector.features import QUOTE_FEATURES
 from phantom_assets.evaluation import SensitivityDesign
 from phantom_assets.evaluation.sensitivity import sensitivity_point
 from phantom_assets.market import MarketSpec, demo_spec
+from phantom_assets.market.draws import engagement_strata
 from phantom_assets.market.ledger import (
+    EVASION_QUANTITIES,
     LEDGER_QUANTITIES,
     LEDGER_SCHEMA,
     agent_ledger,
@@ -132,7 +136,9 @@ def test_the_ledger_keeps_its_contract_and_reads_in_sentences():
     assert table.schema == pl.Schema(LEDGER_SCHEMA)
     at_zero = table.filter(pl.col("alpha") == 0.0)["quantity"].to_list()
     assert at_zero == ["personalization_value"]
-    assert table.filter(pl.col("alpha") == 0.5)["quantity"].to_list() == list(LEDGER_QUANTITIES[1:])
+    logged = table.filter(pl.col("alpha") == 0.5, pl.col("theta") == 0.0)
+    assert logged["quantity"].to_list() == list(LEDGER_QUANTITIES[1:])
+    assert table.filter(pl.col("theta") > 0).is_empty()  # this spec swept no evasion
     assert (table["n"] == len(HELD_OUT)).all()
     money = table.filter(pl.col("quantity").is_in(["agents_take", "perfect_detector"]))
     scale = row(table, 0.0, "personalization_value")
@@ -163,3 +169,51 @@ def test_where_only_detector_v2_finds_agents_the_ledger_credits_it_and_not_the_k
     fitted, kernel = row(table, 0.5, "fitted_detector"), row(table, 0.5, "kernel_only_detector")
     assert fitted["ci_low"] > 0 and fitted["value"] > kernel["value"]
     assert row(table, 0.5, "fitted_share")["value"] > row(table, 0.5, "kernel_only_share")["value"]
+
+
+def _adapting(world: MarketSpec, thetas: tuple[float, ...]) -> MarketSpec:
+    """`world` with its agents' scores under each evasion share θ: features whose kernel
+    statistic is the logit of the session's score (f = σ(gap)), the rest 0, mixed with a human
+    session of the agent's engagement stratum (`detector.evasion`)."""
+    x = {
+        name: np.zeros((score.size, len(QUOTE_FEATURES)))
+        for name, score in (("human", world.human_score), ("agent", world.agent_score))
+    }
+    x["human"][:, 0] = np.log(world.human_score / (1 - world.human_score))
+    x["agent"][:, 0] = np.log(world.agent_score / (1 - world.agent_score))
+    strata = engagement_strata(world.banks)
+    evasion = evaded_scores(
+        x["agent"],
+        x["human"],
+        (strata.stratum(world.agent_engagement), strata.stratum(world.human_engagement)),
+        np.zeros(world.agent_score.size, dtype=int),
+        None,
+        (0.0, 1.0),
+        thetas,
+        np.random.default_rng(3),
+    )
+    return dataclasses.replace(
+        world,
+        agents=dataclasses.replace(world.agents, evasion_thetas=thetas),
+        agent_evasion_score=evasion.score,
+        agent_evasion_kernel_score=evasion.kernel_score,
+        evasion_time_cost_s=tuple(evasion.time_cost_s),
+    )
+
+
+def test_agents_that_mimic_humans_fully_leave_the_detector_no_value_beyond_engagement():
+    # The detectable world's detector is worth money; agents that adapt with θ = 1 score like a
+    # human of their engagement, so what it wins beyond engagement must vanish; θ = 0.5 sits
+    # between (scores mixed halfway still flag many agents: a mixed logit stays high).
+    spec = _adapting(detectable_world(), (0.0, 0.5, 1.0))
+    table = agent_ledger(spec, [0.5], [K], SELECTION, HELD_OUT)
+    logged = row(table, 0.5, "beyond_engagement")
+    adapted = table.filter(pl.col("quantity") == "adapted_beyond_engagement")
+    mimic = adapted.filter(pl.col("theta") == 1.0).row(0, named=True)
+    assert logged["ci_low"] > 0 and covers_zero(mimic), (logged, mimic)
+    assert abs(mimic["value"]) < 0.2 * logged["value"]
+    flagged = table.filter(pl.col("quantity") == "adapted_agents_flagged").sort("theta")
+    assert flagged["value"].to_list()[-1] <= 0.1  # τ flags agents at θ = 1 about as humans
+    assert set(table.filter(pl.col("theta") > 0)["quantity"]) == set(EVASION_QUANTITIES)
+    sentence = ledger_sentences(table.to_dicts(), K, evasion_band=0.5)[-1]
+    assert "θ = 0.5" in sentence and "mimic humans fully" in sentence

@@ -1,0 +1,88 @@
+"""What the quote-time detectors give the store's market
+(docs/method.md#shoppers-and-session-banks): the banks' scores of the detector it quotes with,
+the kernel-only scores beside them, and the agent bank's scores when agents adapt (`evasion`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from phantom_assets.detector.classifier import QuoteClassifier
+from phantom_assets.detector.evasion import evaded_scores
+from phantom_assets.detector.features import QUOTE_FEATURES
+from phantom_assets.detector.fit import V2_DETECTOR
+from phantom_assets.market.bank import ChainBank
+from phantom_assets.market.draws import engagement_strata
+from phantom_assets.market.sessions import rescored_banks
+
+__all__ = ["QuoteTerms", "quote_terms"]
+
+
+@dataclass(frozen=True)
+class QuoteTerms:
+    """`banks`: the (human, agent) banks scored by the market's detector; `kernel_scores`: their
+    kernel-only scores; `overrides`: the `MarketSpec` evasion fields."""
+
+    banks: tuple[ChainBank, ChainBank]
+    kernel_scores: tuple[np.ndarray, np.ndarray]
+    overrides: dict[str, Any]
+
+
+def _aligned(frame: pl.DataFrame, scores: pl.DataFrame) -> pl.DataFrame:
+    """`scores` rows in the order of `frame`'s sessions (every session must have one)."""
+    joined = frame.select("session_id").join(
+        scores, on="session_id", how="left", maintain_order="left"
+    )
+    if joined["v2_score"].null_count():
+        raise ValueError("a bank session has no quote-time features: re-materialize quote_detector")
+    return joined
+
+
+def quote_terms(
+    kernel_banks: tuple[ChainBank, ChainBank],
+    sessions: tuple[pl.DataFrame, pl.DataFrame],
+    scores: pl.DataFrame,
+    detector: str,
+    fold_models: Mapping[int, QuoteClassifier],
+    f_coef: tuple[float, float],
+    thetas: Sequence[float],
+    rng: np.random.Generator,
+) -> QuoteTerms:
+    """The market's detector terms of the store's empirical banks.
+
+    Args:
+        kernel_banks: (human, agent) banks scored by the kernel-only f (`store_session_banks`).
+        sessions: (human, agent) labelled sessions (`session_id`, `fold`), in bank order.
+        scores: `quote_detector`'s `quote_scores.parquet` (features and both scores).
+        detector: the detector the market quotes with (`MarketConfig.detector`).
+        fold_models: v2's classifier per fold (the out-of-fold scores').
+        f_coef: the kernel-only f's (a, b).
+        thetas: the evasion shares to sweep, 0 first (`spec.swept_thetas`).
+        rng: the evasion's matching randomness.
+    """
+    kernel = (kernel_banks[0].score, kernel_banks[1].score)
+    banks = kernel_banks
+    if detector == V2_DETECTOR:
+        banks = rescored_banks(kernel_banks, sessions, scores, f"{V2_DETECTOR}_score")
+    human, agent = (_aligned(frame, scores) for frame in sessions)
+    strata = engagement_strata(banks)
+    evasion = evaded_scores(
+        agent.select(QUOTE_FEATURES).to_numpy(),
+        human.select(QUOTE_FEATURES).to_numpy(),
+        (strata.stratum(banks[1].engagement), strata.stratum(banks[0].engagement)),
+        sessions[1]["fold"].to_numpy(),
+        fold_models if detector == V2_DETECTOR else None,
+        f_coef,
+        thetas,
+        rng,
+    )
+    overrides = {
+        "agent_evasion_score": evasion.score,
+        "agent_evasion_kernel_score": evasion.kernel_score,
+        "evasion_time_cost_s": tuple(float(c) for c in evasion.time_cost_s),
+    }
+    return QuoteTerms(banks, kernel, overrides)

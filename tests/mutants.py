@@ -142,7 +142,7 @@ MUTANTS = (
         name="tau_fixed_at_half",
         description="the detector threshold τ is 0.5 whatever the humans' scores",
         path="phantom_assets/market/compile.py",
-        old='return float(np.quantile(human.score, 1.0 - fpr, method="higher"))',
+        old='return float(np.quantile(human_scores, 1.0 - fpr, method="higher"))',
         new="return 0.5",
         tests=(TAU_TEST,),
     ),
@@ -197,6 +197,39 @@ MUTANTS = (
         tests=(
             "tests/e2e/test_planted.py",
             "tests/statistics/test_gate_calibration.py",
+        ),
+    ),
+    Mutant(
+        name="v2_scored_in_sample",
+        description="detector v2's per-fold classifiers are fitted on every session, the held-out "
+        "fold included: the market's bank and the recall table score sessions in sample",
+        path="phantom_assets/detector/classifier.py",
+        old="int(fold): fit_quote_classifier(x[folds != fold], y[folds != fold], features, c)",
+        new="int(fold): fit_quote_classifier(x, y, features, c)",
+        tests=("tests/assets/test_quote_detector.py",),
+    ),
+    Mutant(
+        name="evasion_ignores_theta",
+        description="agents that adapt keep their own statistics whatever θ: full mimicry still "
+        "leaves the detector its value",
+        path="phantom_assets/detector/evasion.py",
+        old="mixed = [(1.0 - t) * agent_x + t * twin for t in thetas]",
+        new="mixed = [agent_x for t in thetas]",
+        tests=(
+            "tests/unit/detector/test_evasion.py",
+            "tests/unit/market/test_ledger.py",
+        ),
+    ),
+    Mutant(
+        name="bundle_ignores_timing",
+        description="the portable scorer drops the timing features (scores them as a session "
+        "with no gap yet): a service would quote with another detector than the market's",
+        path="phantom_assets/detector/runtime.py",
+        old="        n = self._gaps\n",
+        new="        n = 0\n",
+        tests=(
+            "tests/unit/detector/test_runtime.py",
+            "tests/assets/test_detector_bundle.py",
         ),
     ),
 )

@@ -10,7 +10,12 @@ import numpy as np
 import polars as pl
 
 from phantom_assets.assets.declared import declared_asset
-from phantom_assets.assets.metadata import artifact_version, code_version_of, table_metadata
+from phantom_assets.assets.metadata import (
+    artifact_version,
+    code_version_of,
+    figure_markdown,
+    table_metadata,
+)
 from phantom_assets.assets.partitions import BY_STORE, GridPartitions, store_partitions
 from phantom_assets.assets.resources import StorageResource
 from phantom_assets.config import Settings
@@ -18,7 +23,7 @@ from phantom_assets.constants import ACTORS
 from phantom_assets.detector import build_bundle, parity_errors, save_bundle
 from phantom_assets.detector.classifier import classifiers_from_dict, classifiers_to_dict
 from phantom_assets.detector.fit import QUOTE_PREFIX, V2_DETECTOR, fit_quote_detector
-from phantom_assets.detector.recall import recall_markdown
+from phantom_assets.detector.recall import plot_recall, recall_markdown
 from phantom_assets.fingerprint import load_kernel_set, load_score_calibration
 from phantom_assets.fingerprint.store import read_labeled_sessions
 from phantom_assets.lake import (
@@ -104,6 +109,11 @@ def quote_detector(context: dg.AssetExecutionContext, storage: StorageResource):
             calibration=json.dumps(fit.calibration),
             coefficients=str(dict(zip(fit.classifier.features, fit.classifier.coef, strict=True))),
             recall=dg.MetadataValue.md(markdown),
+            recall_plot=figure_markdown(
+                plot_recall(fit.recall, settings.market.detector_fpr, f"{store}: recall by prefix"),
+                settings.reports_dir / "quote_detector" / f"{store}_recall.png",
+                "Recall by prefix length",
+            ),
         ),
     )
 

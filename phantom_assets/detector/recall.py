@@ -13,15 +13,20 @@ resampled paired (the same experiments). Its coverage is checked by
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "DETECTOR_FPRS",
     "RECALL_METHOD",
     "RECALL_SCHEMA",
     "cluster_resamples",
+    "plot_recall",
     "recall_at_fpr",
     "recall_markdown",
     "recall_table",
@@ -161,3 +166,31 @@ def recall_markdown(recall: pl.DataFrame, fpr: float) -> str:
         ]
         lines.append(f"| {prefix} | {' | '.join(values)} |")
     return "\n".join(lines) + "\n"
+
+
+def plot_recall(recall: pl.DataFrame, fpr: float, title: str = "") -> Figure:
+    """Recall at one false-positive rate against the prefix length, one line per detector (not
+    the differences), with the intervals as error bars."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.0, 3.4), layout="constrained")
+    ax = fig.subplots()
+    rows = recall.filter(pl.col("fpr") == fpr, ~pl.col("detector").str.contains(" − "))
+    for name in dict.fromkeys(rows["detector"].to_list()):
+        own = rows.filter(pl.col("detector") == name)
+        x = range(own.height)
+        ax.errorbar(
+            x,
+            100 * own["recall"],
+            yerr=[100 * (own["recall"] - own["ci_low"]), 100 * (own["ci_high"] - own["recall"])],
+            marker="o",
+            capsize=3,
+            label=name,
+        )
+        ax.set_xticks(list(x), own["prefix"].to_list())
+    ax.set_xlabel("prefix (events; quote: the market's quote)")
+    ax.set_ylabel("agent sessions flagged (%)")
+    ax.set_ylim(-2, 102)
+    ax.legend(fontsize=8)
+    ax.set_title(f"{title or 'Recall by prefix length'} (at {fpr:.0%} human FPR)", fontsize=9)
+    return fig

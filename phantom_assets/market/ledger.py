@@ -373,10 +373,10 @@ def _money(row: Mapping[str, Any]) -> str:
     """`value (share) [ci_low, ci_high]` of a money row."""
     share = row.get("share_of_profit")
     share_text = f" ({share:.1%})" if _finite(share) else ""
-    value = f"{row['value']:,.0f}" if _finite(row["value"]) else "n/a"
+    value = f"{round(row['value']):,}" if _finite(row["value"]) else "n/a"  # no "-0"
     if not (_finite(row.get("ci_low")) and _finite(row.get("ci_high"))):
         return f"{value}{share_text}"
-    return f"{value}{share_text} [{row['ci_low']:,.0f}, {row['ci_high']:,.0f}]"
+    return f"{value}{share_text} [{round(row['ci_low']):,}, {round(row['ci_high']):,}]"
 
 
 def ledger_sentences(

@@ -22,7 +22,7 @@ from phantom_assets.market import (
     compile_market_spec,
     demo_kernels,
 )
-from phantom_assets.market.compile import BANK_STREAM
+from phantom_assets.market.compile import BANK_STREAM, detector_threshold
 from phantom_assets.market.prices import ANCHOR_SCHEMA, PriceModel
 
 SMALL = MarketConfig(
@@ -200,3 +200,11 @@ def test_compiling_twice_gives_identical_specs(kernels):
 def test_both_classes_value_alike_by_default(kernels):
     spec = compile_market_spec(*kernels, SMALL, anchor_seed=0)
     assert (spec.mu_human, spec.sigma_human) == (spec.mu_agent, spec.sigma_agent)
+
+
+@pytest.mark.parametrize("fpr", [0.01, 0.02, 0.05])
+def test_tau_is_the_human_score_that_flags_the_configured_share_of_humans(fpr):
+    human = np.random.default_rng(5).beta(2.0, 5.0, size=500)  # scores mostly below 0.5
+    tau = detector_threshold(human, fpr)
+    assert tau in human
+    assert np.mean(human > tau) <= fpr < np.mean(human >= tau) + 1 / human.size

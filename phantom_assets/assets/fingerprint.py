@@ -52,6 +52,8 @@ from phantom_assets.fingerprint import separability_report as separability_repor
 from phantom_assets.lake import (
     CALIBRATION_FILE,
     PREFIX_SCORES_FILE,
+    RECALL_FILE,
+    RECALL_MD_FILE,
     REPORT_FILE,
     SCORES_FILE,
 )
@@ -246,8 +248,9 @@ def separability_report(context: dg.AssetExecutionContext, storage: StorageResou
     """How well the out-of-fold gap separates agents from humans in one store: AUC with a refit
     experiment-cluster bootstrap CI, the experiment-level refit permutation p (one session per
     experiment), descriptive Mann–Whitney U and p, kernel divergence with its experiment-level
-    permutation p and the accuracy/AUC by prefix length (`report.json` + plots). The refits use
-    the κ and folds stored with the store's kernels."""
+    permutation p, the accuracy/AUC by prefix length and the quote-time detectors' recall at
+    1/2/5% human FPR by prefix length (`quote_detector`: v2 vs kernel-only, with intervals;
+    `report.json` + plots). The refits use the κ and folds stored with the store's kernels."""
     store, settings = context.partition_key, storage.settings()
     cfg, lake = settings.fingerprint, settings.lake
     scores = pl.read_parquet(lake.scores_dir(store) / SCORES_FILE)
@@ -266,6 +269,10 @@ def separability_report(context: dg.AssetExecutionContext, storage: StorageResou
     )
     path = lake.separability_dir(store) / REPORT_FILE
     payload = report.to_dict()
+    # The quote-time detectors' recall by prefix length (`quote_detector`), reported beside the
+    # whole-session separability it refines.
+    quote = lake.quote_detector_dir(store)
+    payload["quote_recall"] = pl.read_parquet(quote / RECALL_FILE).to_dicts()
     write_json_atomic(payload, path)
     version, artifacts = artifact_version(path)
     plots = settings.reports_dir / "separability_report"
@@ -281,6 +288,7 @@ def separability_report(context: dg.AssetExecutionContext, storage: StorageResou
                 plot_gap_histograms(labeled), plots / f"{store}_gaps.png", "Gap by class"
             ),
             "roc": figure_markdown(plot_roc(labeled), plots / f"{store}_roc.png", "ROC"),
+            "quote_recall": dg.MetadataValue.md((quote / RECALL_MD_FILE).read_text()),
             "prefix_curve": figure_markdown(
                 plot_prefix_curve(report.prefix_curve),
                 plots / f"{store}_prefix.png",
@@ -345,6 +353,7 @@ def build_fingerprint_assets(
             partitions_def=store_partitions,
             deps=[
                 "divergence_scores",
+                "quote_detector",
                 dg.AssetDep("labeled_sessions", partition_mapping=BY_STORE),
                 dg.AssetDep("transition_kernels", partition_mapping=BY_STORE),
             ],

@@ -114,6 +114,7 @@ def test_collect_lineage_file_records_verify_and_survive_a_json_round_trip(built
         "labeled_sessions",
         "transition_kernels",
         "divergence_scores",
+        "quote_detector",
         "separability_report",
     }
     result = verify_records(built.records)

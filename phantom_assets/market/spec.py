@@ -343,6 +343,8 @@ class MarketSpec:
     def evaded(self, theta: float) -> MarketSpec:
         """The market whose agents adapt with evasion share θ (one of `evasion_thetas`): their
         sessions' scores are the θ row of the evasion arrays; humans, τ and all else unchanged."""
+        if theta == 0.0:
+            return self  # the agents as logged (a copy with new scores keeps its own)
         if theta not in self.evasion_thetas:
             raise ValueError(f"θ = {theta} was not swept; the spec has {self.evasion_thetas}")
         row = self.evasion_thetas.index(theta)

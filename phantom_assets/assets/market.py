@@ -4,7 +4,6 @@ erosion curves it implies and its best-fixed-action oracle.
 Over the 250-line asset-module budget by a few lines: the oracle's observation check belongs to
 the same seeds and (α, K) grid as the oracle, so it lives with it."""
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -130,7 +129,7 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
     f_coef = tuple(load_score_calibration(lake, store).linear_coef)  # the f the store selected
     prices = read_store_prices(lake.store_prices_dir(store))
     frames = tuple(pl.read_parquet(lake.labeled_sessions(store, actor)) for actor in ACTORS)
-    sessions = store_session_banks(
+    kernel_banks = store_session_banks(  # scored by the kernel-only f
         frames,
         full,
         tuple([fold.probs for fold in k.folds] for k in kernels),
@@ -139,7 +138,7 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
     )
     classifiers = json.loads((lake.quote_detector_dir(store) / CLASSIFIER_FILE).read_text())
     terms = quote_terms(
-        sessions,
+        kernel_banks,
         frames,
         pl.read_parquet(lake.quote_detector_dir(store) / QUOTE_SCORES_FILE),
         settings.market.detector,
@@ -148,7 +147,7 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
         swept_thetas(settings.agents),
         np.random.default_rng(anchor_seed + EVASION_STREAM),
     )
-    sessions, kernel_scores = terms.banks, terms.kernel_scores
+    sessions = terms.banks
     experiments = tuple(
         frame.select(pl.col("experiment_id").fill_null(pl.col("session_id"))).to_series().to_list()
         for frame in frames
@@ -164,7 +163,7 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
         sessions,
         demand,
         experiments,
-        kernel_scores,
+        (kernel_banks[0].score, kernel_banks[1].score),
         **(terms.overrides if settings.market.bank == "empirical" else {}),
     )
     spec, optima = centre_on_optima(
@@ -178,9 +177,7 @@ def market_simulators(context: dg.AssetExecutionContext, storage: StorageResourc
     )
     auc = {
         "empirical": prefix_auc(*sessions),
-        "empirical_kernel_only": prefix_auc(
-            *(dataclasses.replace(b, score=f) for b, f in zip(sessions, kernel_scores, strict=True))
-        ),
+        "empirical_kernel_only": prefix_auc(*kernel_banks),
         "kernel": prefix_auc(*sampled),
     }
     folder = lake.market_dir(store)

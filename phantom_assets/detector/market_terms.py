@@ -1,9 +1,10 @@
 """What the quote-time detectors give the store's market
-(docs/method.md#shoppers-and-session-banks): the banks' scores of the detector it quotes with,
-the kernel-only scores beside them, and the agent bank's scores when agents adapt (`evasion`)."""
+(docs/method.md#shoppers-and-session-banks): the banks' scores of the detector it quotes with
+and the agent bank's scores when agents adapt (`evasion`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,18 +18,16 @@ from phantom_assets.detector.features import QUOTE_FEATURES
 from phantom_assets.detector.fit import V2_DETECTOR
 from phantom_assets.market.bank import ChainBank
 from phantom_assets.market.draws import engagement_strata
-from phantom_assets.market.sessions import rescored_banks
 
 __all__ = ["QuoteTerms", "quote_terms"]
 
 
 @dataclass(frozen=True)
 class QuoteTerms:
-    """`banks`: the (human, agent) banks scored by the market's detector; `kernel_scores`: their
-    kernel-only scores; `overrides`: the `MarketSpec` evasion fields."""
+    """`banks`: the (human, agent) banks scored by the market's detector; `overrides`: the
+    `MarketSpec` evasion fields."""
 
     banks: tuple[ChainBank, ChainBank]
-    kernel_scores: tuple[np.ndarray, np.ndarray]
     overrides: dict[str, Any]
 
 
@@ -38,7 +37,11 @@ def _aligned(frame: pl.DataFrame, scores: pl.DataFrame) -> pl.DataFrame:
         scores, on="session_id", how="left", maintain_order="left"
     )
     if joined["v2_score"].null_count():
-        raise ValueError("a bank session has no quote-time features: re-materialize quote_detector")
+        missing = joined.filter(pl.col("v2_score").is_null())["session_id"]
+        raise ValueError(
+            f"{missing.len()} bank sessions have no quote-time scores (first {missing[0]!r}): "
+            "re-materialize quote_detector"
+        )
     return joined
 
 
@@ -64,11 +67,13 @@ def quote_terms(
         thetas: the evasion shares to sweep, 0 first (`spec.swept_thetas`).
         rng: the evasion's matching randomness.
     """
-    kernel = (kernel_banks[0].score, kernel_banks[1].score)
+    human, agent = (_aligned(frame, scores) for frame in sessions)
     banks = kernel_banks
     if detector == V2_DETECTOR:
-        banks = rescored_banks(kernel_banks, sessions, scores, f"{V2_DETECTOR}_score")
-    human, agent = (_aligned(frame, scores) for frame in sessions)
+        banks = tuple(  # type: ignore[assignment]
+            dataclasses.replace(bank, score=frame[f"{V2_DETECTOR}_score"].to_numpy())
+            for bank, frame in zip(kernel_banks, (human, agent), strict=True)
+        )
     strata = engagement_strata(banks)
     evasion = evaded_scores(
         agent.select(QUOTE_FEATURES).to_numpy(),
@@ -85,4 +90,4 @@ def quote_terms(
         "agent_evasion_kernel_score": evasion.kernel_score,
         "evasion_time_cost_s": tuple(float(c) for c in evasion.time_cost_s),
     }
-    return QuoteTerms(banks, kernel, overrides)
+    return QuoteTerms(banks, overrides)

@@ -66,7 +66,7 @@ from phantom_assets.market.response import (
     best_fixed_responses,
     stress_alphas,
 )
-from phantom_assets.market.sessions import prefix_auc, rescored_banks, store_session_banks
+from phantom_assets.market.sessions import prefix_auc, store_session_banks
 from phantom_assets.market.spec import MarketSpec
 
 __all__ = [
@@ -125,7 +125,6 @@ __all__ = [
     "oracle_markdown",
     "plot_coi_erosion",
     "prefix_auc",
-    "rescored_banks",
     "robust_candidates",
     "seed_t_interval",
     "session_bank",

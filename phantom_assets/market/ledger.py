@@ -81,6 +81,7 @@ _MONEY = (
     "adapted_beyond_engagement",
 )
 _SHARES = ("fitted_share", "kernel_only_share")
+_BANK_METHOD = "the agent bank's sessions (no interval)"
 LEDGER_SCHEMA: dict[str, pl.DataType] = {
     "alpha": pl.Float64(),
     "k": pl.Int64(),
@@ -156,24 +157,38 @@ def _row(
     }
 
 
+def _point_row(
+    alpha: float,
+    k: int,
+    quantity: str,
+    value: float,
+    n: int,
+    action: str,
+    method: str,
+    theta: float = 0.0,
+) -> dict[str, object]:
+    """A row that carries a value without an interval (`method` says what it is)."""
+    return {
+        "alpha": alpha,
+        "k": k,
+        "theta": theta,
+        "quantity": quantity,
+        "value": value,
+        "ci_low": math.nan,
+        "ci_high": math.nan,
+        "share_of_profit": math.nan,
+        "n": n,
+        "action": action,
+        "method": method,
+    }
+
+
 def _share_row(
     alpha: float, k: int, quantity: str, won: np.ndarray, won_perfect: np.ndarray, action: str
 ) -> dict[str, object]:
     """What a detector wins back as a share of what a perfect one would (a ratio of means)."""
     ratio = float(np.mean(won) / np.mean(won_perfect)) if np.mean(won_perfect) > 0 else math.nan
-    return {
-        "alpha": alpha,
-        "k": k,
-        "theta": 0.0,
-        "quantity": quantity,
-        "value": ratio,
-        "ci_low": math.nan,
-        "ci_high": math.nan,
-        "share_of_profit": math.nan,
-        "n": len(won),
-        "action": action,
-        "method": "ratio of the two means",
-    }
+    return _point_row(alpha, k, quantity, ratio, len(won), action, "ratio of the two means")
 
 
 def agent_ledger(
@@ -310,12 +325,7 @@ def _adapted_rows(
                 theta,
             ),
             *(
-                {
-                    **_row(alpha, k, name, np.full(len(seeds), value), scale, action, level, theta),
-                    "ci_low": math.nan,
-                    "ci_high": math.nan,
-                    "method": "the agent bank's sessions (no interval)",
-                }
+                _point_row(alpha, k, name, value, len(seeds), action, _BANK_METHOD, theta)
                 for name, value in constant.items()
             ),
         ]

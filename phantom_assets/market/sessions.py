@@ -11,7 +11,6 @@ classes better than any real detector can; `prefix_auc` of both banks shows by h
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,7 +20,7 @@ from scipy import stats
 from phantom_assets.constants import ENGAGEMENT_SIGNALS, KERNEL_STATES
 from phantom_assets.market.bank import ChainBank, bank_tables, fold_log_ratios, session_bank
 
-__all__ = ["prefix_auc", "rescored_banks", "store_session_banks"]
+__all__ = ["prefix_auc", "store_session_banks"]
 
 
 def store_session_banks(
@@ -68,30 +67,3 @@ def prefix_auc(human: ChainBank, agent: ChainBank) -> float:
     the detector separates the classes at the moment of the quote in this bank."""
     u = stats.mannwhitneyu(agent.score, human.score, alternative="two-sided").statistic
     return float(u / (human.size * agent.size))
-
-
-def rescored_banks(
-    banks: tuple[ChainBank, ChainBank],
-    sessions: tuple[pl.DataFrame, pl.DataFrame],
-    scores: pl.DataFrame,
-    column: str,
-) -> tuple[ChainBank, ChainBank]:
-    """The banks with each session's score replaced by `scores[column]` of its `session_id`
-    (e.g. detector v2's out-of-fold score, `quote_detector`).
-
-    Raises:
-        ValueError: if a bank session has no score.
-    """
-    out = []
-    for bank, frame in zip(banks, sessions, strict=True):
-        joined = frame.select("session_id").join(
-            scores.select("session_id", column), on="session_id", how="left", maintain_order="left"
-        )
-        missing = joined.filter(pl.col(column).is_null())["session_id"]
-        if missing.len():
-            raise ValueError(
-                f"{missing.len()} bank sessions have no {column} (first {missing[0]!r}): "
-                "re-materialize quote_detector"
-            )
-        out.append(dataclasses.replace(bank, score=joined[column].to_numpy()))
-    return out[0], out[1]

@@ -193,8 +193,9 @@ class AgentsConfig(SettingsSection, section="agents"):
         evasion_thetas: the evasion shares θ the ledger sweeps: agents that draw a share θ of
             their transitions and timing from the human law (docs/detector.md#agents-that-adapt;
             0 is always included).
-        evasion_band: θ up to which agents are assumed to adapt (declared): the ledger's and
-            the certificate's worst-case detector value is over the swept θ in [0, band].
+        evasion_band: θ up to which agents are assumed to adapt (declared; one of
+            `evasion_thetas`, so the band's edge is evaluated): the ledger's worst-case value
+            beyond engagement and the certificate's gate are over the swept θ in [0, band].
     """
 
     alpha_grid: tuple[float, ...] = bounded((0.0, 0.5, 1.0), SHARE)
@@ -252,6 +253,11 @@ class AgentsConfig(SettingsSection, section="agents"):
             raise ValueError(
                 f"[agents] evasion_thetas must include 0 (agents as logged), got "
                 f"{self.evasion_thetas!r}"
+            )
+        if self.evasion_band not in self.evasion_thetas:
+            raise ValueError(
+                f"[agents] evasion_band {self.evasion_band!r} must be one of evasion_thetas "
+                f"{self.evasion_thetas!r}: the stress band's edge is evaluated, not interpolated"
             )
 
 

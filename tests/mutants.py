@@ -222,6 +222,15 @@ MUTANTS = (
         ),
     ),
     Mutant(
+        name="gate_ignores_adapting_agents",
+        description="the gate compares only on the agents as logged (θ = 0): a detector value "
+        "that agents adapting within the declared band take away still certifies",
+        path="phantom_assets/audit/pairs.py",
+        old="cells = np.flatnonzero(cube.alpha0 == alpha0)",
+        new="cells = np.flatnonzero((cube.alpha0 == alpha0) & (cube.theta == 0.0))",
+        tests=("tests/unit/audit/test_gate.py", "tests/unit/audit/test_pairs.py"),
+    ),
+    Mutant(
         name="bundle_ignores_timing",
         description="the portable scorer drops the timing features (scores them as a session "
         "with no gap yet): a service would quote with another detector than the market's",

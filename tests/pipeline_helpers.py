@@ -132,8 +132,8 @@ def recomputed_comparison_means(data_dir: Path, report: dict) -> list[float]:
     """The held-out means of a certificate's profit and detector-value comparisons, recomputed
     from the evaluation rows of the build in `data_dir`: the candidate's against the baseline's
     (both with the fitted detector), and the candidate's fitted against its permuted, each at
-    the one band α of each α0 cell the report says both arms were compared at (the comparison
-    fails here if any cell is missing from the rows)."""
+    the one band cell (α, evasion share θ) of each α0 the report says both arms were compared at
+    (the comparison fails here if any cell is missing from the rows)."""
     import polars as pl
 
     store, candidate = report["store"], report["gate"]["candidate"]
@@ -154,7 +154,7 @@ def recomputed_comparison_means(data_dir: Path, report: dict) -> list[float]:
                 pl.col("policy") == policy,
                 pl.col("detector") == detector,
             )
-            at = rows.join(cells, on=["alpha0", "alpha"], how="semi")
+            at = rows.join(cells, on=["alpha0", "alpha", "theta"], how="semi")
             assert set(at["alpha0"]) == set(cells["alpha0"]), (policy, detector, cells)
             by_seed.append(at.group_by("alpha0", "seed").agg(pl.col("profit").mean()))
         paired = by_seed[0].join(by_seed[1], on=["alpha0", "seed"], suffix="_ref")

@@ -59,6 +59,8 @@ PROTOCOL_READS = (
     "agents.alpha_grid",
     "agents.k_grid",
     "agents.stress_radius",
+    "agents.evasion_thetas",
+    "agents.evasion_band",
     "agents.nominal_k",
     "training.device",
     "training.torch_threads",
@@ -93,7 +95,8 @@ def policy_labels(store: str, key: PolicyKey, record: PolicyRecord) -> dict[str,
 def policy_evaluations(context: dg.AssetExecutionContext, storage: StorageResource):
     """One policy evaluated by the protocol: nominal market (no adversary) at every (α, K) of the
     evaluation grid with the fitted detector and the permuted-f ablation, E episodes with seeds
-    shared by every policy (`nominal.parquet`); the worst case over α0 ± r at the nominal K
+    shared by every policy (`nominal.parquet`); the stress band, α0 ± r × agents adapting to the
+    detector with the evasion shares θ of the declared band, at the nominal K
     (`stress.parquet`); per-step actions and observed agent shares of the fitted episodes
     (`traces.parquet`), and the chosen action against the observed shopper α̂ (plot)."""
     store, key = store_policy_keys(context)
@@ -139,12 +142,15 @@ def policy_evaluations(context: dg.AssetExecutionContext, storage: StorageResour
             selection_seeds=str(list(cfg.selection_seeds)),
             test_seeds=str(list(cfg.test_seeds)),
             stress_radius=agents.stress_radius,
+            evasion_band_thetas=str(list(spec.evasion_band_thetas)),
             nominal_k=agents.nominal_k,
             evaluation_seconds=round(seconds, 2),
             mean_fitted_profit_by_alpha_k=str([tuple(r) for r in profit.rows()]),
         ),
     )
-    conformance = protocol_conformance(nominal, evaluation.stress, cfg, agents, agents.nominal_k)
+    conformance = protocol_conformance(
+        nominal, evaluation.stress, cfg, agents, agents.nominal_k, spec.evasion_band_thetas
+    )
     yield dg.AssetCheckResult(
         check_name=PROTOCOL_CHECK,
         passed=conformance.holds,

@@ -52,6 +52,8 @@ SENSITIVITY_READS = (
     "agents.alpha_grid",
     "agents.nominal_k",
     "agents.stress_radius",
+    "agents.evasion_thetas",
+    "agents.evasion_band",
 )
 
 

@@ -3,13 +3,15 @@
 
 1. *Selection* on the selection episode seeds only (`selection.rank_candidates`); the best
    `n_candidates` go forward.
-2. *Test* (held-out seeds, never used to select or to choose a band α): per candidate one value
-   per seed, both arms at the α chosen on the selection seeds, of (1) the profit advantage over
-   the baseline and (2) the detector value, each a one-sided test of H0: mean <= 0, and (3) the
-   total human harm against the best undefended response, H0: mean >= `max_human_harm` -- each
-   the larger p of `studentized.mean_test`, which holds its level under skew and zero inflation
-   from 24 seeds, and the store-sample t test (`store_sample`: every seed is a replicate of the
-   store's sample, so its interval covers the store's population value).
+2. *Test* (held-out seeds, never used to select or to choose a band cell): per candidate one
+   value per seed, both arms at the band cell -- band α × evasion share θ of the declared band
+   (agents that adapt to the detector) -- chosen on the selection seeds, of (1) the profit
+   advantage over the baseline and (2) the detector value, each a one-sided test of H0:
+   mean <= 0, and (3) the total human harm against the best undefended response, H0: mean >=
+   `max_human_harm` -- each the larger p of `studentized.mean_test`, which holds its level under
+   skew and zero inflation from 24 seeds, and the store-sample t test (`store_sample`: every
+   seed is a replicate of the store's sample, so its interval covers the store's population
+   value).
    The candidate's p is the largest of the three (intersection-union); candidates' p's are
    Holm-adjusted.
 3. *Decision*: certified iff every blocking check passed, at least `MIN_TEST_SEEDS` held-out
@@ -28,7 +30,7 @@ import numpy as np
 import polars as pl
 
 from phantom_assets.audit import selection
-from phantom_assets.audit.pairs import FITTED, StressCube, paired_stress, stress_cube
+from phantom_assets.audit.pairs import FITTED, StressCube, paired_stress, stress_cubes
 from phantom_assets.audit.reasons import decision_reasons
 from phantom_assets.audit.selection import HARM_METRIC, Comparisons, comparisons, finite
 from phantom_assets.audit.store_sample import store_sample_test
@@ -38,17 +40,18 @@ DEFAULT_CONFIDENCE = 0.95
 MIN_TEST_SEEDS = MIN_CALIBRATED_N
 """The gate certifies only from as many held-out seeds as the mean test is calibrated for."""
 REPORTED = ("false_positive_rate", "human_surplus_change", "human_quoted_up")
-"""The candidate's held-out means reported beside the decision (fitted detector, harm's α)."""
+"""The candidate's held-out means reported beside the decision (fitted detector, harm's cells)."""
 GATE_METHOD = (
     "one-sided tests (the larger p of a studentized bootstrap mean test with a skewness allowance "
     "and a store-sample t test, each seed a replicate of the store's sample) on held-out episode "
     "seeds of the profit advantage over the best undefended response and of the detector value "
-    "(fitted f - f permuted within engagement strata), each the worst case over the alpha band "
-    "of the paired difference (alpha chosen on the selection seeds), and of the total human harm "
-    "vs that response (H0: mean >= max_human_harm); candidate p = max of the three "
-    "(intersection-union); Holm across candidates; certified iff Holm p <= (1 - confidence)/2, "
-    f">= {MIN_TEST_SEEDS} held-out seeds and every blocking check passed; candidates selected on "
-    "disjoint selection seeds by min(profit advantage, detector value)"
+    "(fitted f - f permuted within engagement strata), each the worst case over the stress band "
+    "(alpha0 +- r x the declared evasion band of agents that adapt to the detector, theta in "
+    "[0, band]) of the paired difference (the cell chosen on the selection seeds), and of the "
+    "total human harm vs that response (H0: mean >= max_human_harm); candidate p = max of the "
+    "three (intersection-union); Holm across candidates; certified iff Holm p <= "
+    f"(1 - confidence)/2, >= {MIN_TEST_SEEDS} held-out seeds and every blocking check passed; "
+    "candidates selected on disjoint selection seeds by min(profit advantage, detector value)"
 )
 UNIT = "episode seed (alpha0 cells and training seeds averaged: they share its random numbers)"
 COMPARISON_ROLES = (
@@ -133,7 +136,9 @@ class GateDecision:
         selection_seeds / test_seeds: The disjoint episode-seed sets.
         tests: The candidate's three held-out tests (profit, detector value, harm; harm None
             when no seed had human spend).
-        compared_at: Per comparison, the α of each α0 cell both arms were compared at.
+        compared_at: Per comparison, the (α, θ) of each α0 cell both arms were compared at.
+        evasion_thetas: The evasion shares θ of the stress band (agents adapting to the
+            detector; 0: as logged): every comparison is the worst case over them.
         p_value: The candidate's Holm-adjusted intersection-union p.
         candidates: The Holm table: every tested candidate with its selection scores and p's.
         reported: Held-out numbers reported, not decided on (vs the static engine, FPR, ...).
@@ -148,6 +153,7 @@ class GateDecision:
     test_seeds: tuple[int, ...]
     tests: tuple[MeanTestResult | None, ...]
     compared_at: tuple[dict[str, object], ...]
+    evasion_thetas: tuple[float, ...]
     p_value: float
     candidates: tuple[dict[str, Any], ...]
     reported: dict[str, Any]
@@ -192,6 +198,7 @@ class GateDecision:
             "method": self.method,
             "unit": self.unit,
             "comparisons": comparisons,
+            "evasion_thetas": list(self.evasion_thetas),
             "candidates": list(self.candidates),
             "reported": self.reported,
         }
@@ -212,20 +219,16 @@ def _reported(
 ) -> dict[str, Any]:
     """Held-out numbers of the candidate reported beside the decision: its profit advantage over
     the static engine (the worst case over the band, like the decided ones) and, at the α of the
-    harm comparison, the `REPORTED` metrics of its fitted-detector arm."""
+    harm comparison's cells, the `REPORTED` metrics of its fitted-detector arm."""
     out: dict[str, Any] = {}
     if static in profit.policies and static != test.policy:
         versus = paired_stress(profit, (test.policy, FITTED), (static, FITTED))
         tested = store_sample_test(versus.test, rng=rng, confidence=confidence)
         out["profit_vs_static"] = {"reference": static, **versus.to_dict(), **tested.to_dict()}
-    harm_alphas = test.comparisons.harm.alphas
-    for name in (n for n in REPORTED if n in stress.columns):
-        cube = stress_cube(stress, name)
+    names = [n for n in REPORTED if n in stress.columns]
+    for name, cube in zip(names, stress_cubes(stress, *names) if names else (), strict=True):
         values = cube.arm((test.policy, FITTED))[:, ~cube.is_selection]
-        at = np.asarray(
-            [harm_alphas.get(a0) == a for a0, a in zip(cube.alpha0, cube.alpha, strict=True)]
-        )
-        out[name] = _mean_or_none(values[at])
+        out[name] = _mean_or_none(values[cube.at(test.comparisons.harm.cells)])
         if name == "false_positive_rate":  # humans only: the detector's false-positive rate
             out["false_positive_rate_at_alpha_0"] = _mean_or_none(values[cube.alpha == 0.0])
     return out
@@ -273,7 +276,7 @@ def promotion_gate(
     """
     if n_candidates < 1:
         raise ValueError(f"n_candidates must be >= 1, got {n_candidates}")
-    profit, harm = stress_cube(stress, metric), stress_cube(stress, HARM_METRIC)
+    profit, harm = stress_cubes(stress, metric, HARM_METRIC)
     if profit.is_selection.all() or not profit.is_selection.any():
         raise ValueError("stress rows need both a 'selection' and a 'test' split of seeds")
     ranked = selection.rank_candidates(
@@ -329,6 +332,7 @@ def promotion_gate(
         test_seeds=first.test_seeds,
         tests=chosen.tests,
         compared_at=tuple(p.to_dict() for p in (pairs.profit, pairs.detector, pairs.harm)),
+        evasion_thetas=tuple(np.unique(profit.theta).tolist()),
         p_value=chosen_holm,
         candidates=table,
         metric=metric,

@@ -1,16 +1,18 @@
-"""Stress rows → the gate's paired values: one per episode seed, both arms at the same α
+"""Stress rows → the gate's paired values: one per episode seed, both arms at the same band cell
 (docs/method.md#promotion-gate).
 
-Stress rows exist per (policy, split, detector, α0, band α, episode seed, training seed). Training
-seeds are replicates of one policy: they are averaged within the seed first (`seed_means`), and
-the result is laid out as a cube (`StressCube`: arm × stress cell × seed) once, so the gate's many
-comparisons are array arithmetic. A comparison of two arms -- (policy, detector) pairs -- is paired
-on (α0, band α, seed): its difference per band α, the *worst case over the band of the paired
-difference* with that α chosen on the selection seeds alone (`worst="min"`; for a quantity that
-harms, the largest: `worst="max"`), and the held-out seeds evaluated at exactly that α. α0 cells
-reuse the seed's common random numbers, so the values are averaged over α0 within a seed: one
-value per seed, the gate's unit. No number here ever compares two policies at different α:
-`PairedStress.alphas` records the one α of each cell.
+Stress rows exist per (policy, split, detector, α0, evasion share θ, band α, episode seed,
+training seed): the band around α0 is every band α × every θ of the declared evasion band (agents
+that adapt to the detector; docs/detector.md#agents-that-adapt). Training seeds are replicates of
+one policy: they are averaged within the seed first (`seed_means`), and the result is laid out as
+a cube (`StressCube`: arm × stress cell × seed) once, so the gate's many comparisons are array
+arithmetic. A comparison of two arms -- (policy, detector) pairs -- is paired on (α0, θ, band α,
+seed): its difference per band cell, the *worst case over the band of the paired difference* with
+that cell chosen on the selection seeds alone (`worst="min"`; for a quantity that harms, the
+largest: `worst="max"`), and the held-out seeds evaluated at exactly that cell. α0 cells reuse the
+seed's common random numbers, so the values are averaged over α0 within a seed: one value per
+seed, the gate's unit. No number here ever compares two policies at different α or θ:
+`PairedStress.cells` records the one (α, θ) of each α0.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from phantom_assets.market.columns import DETECTOR_MODES
 FITTED, PERMUTED = DETECTOR_MODES
 Arm = tuple[str, str]
 """(policy key, detector mode): one evaluated arm of the stress table."""
-CELL = ("alpha0", "alpha")
+CELL = ("alpha0", "theta", "alpha")
 _REQUIRED = ("split", "policy", "detector", *CELL, "seed")
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "paired_stress",
     "seed_means",
     "stress_cube",
+    "stress_cubes",
 ]
 
 
@@ -49,30 +52,35 @@ class PairedStress:
 
     Attributes:
         selection: (selection seeds,) the worst-case paired values, averaged over α0 cells.
-        test: (held-out seeds,) the same at the α chosen on the selection seeds.
+        test: (held-out seeds,) the same at the band cell chosen on the selection seeds.
         selection_seeds, test_seeds: the seeds, sorted.
-        alphas: α0 -> the band α both arms were compared at (chosen on the selection seeds).
+        cells: α0 -> the (band α, evasion share θ) both arms were compared at (chosen on the
+            selection seeds).
     """
 
     selection: np.ndarray
     test: np.ndarray
     selection_seeds: tuple[int, ...]
     test_seeds: tuple[int, ...]
-    alphas: dict[float, float]
+    cells: dict[float, tuple[float, float]]
 
     def to_dict(self) -> dict[str, object]:
-        """The α of each α0 cell, for the report (both arms at that α)."""
-        return {"compared_at": [{"alpha0": a0, "alpha": a} for a0, a in self.alphas.items()]}
+        """The (α, θ) of each α0 cell, for the report (both arms at that cell)."""
+        return {
+            "compared_at": [
+                {"alpha0": a0, "alpha": a, "theta": t} for a0, (a, t) in self.cells.items()
+            ]
+        }
 
 
-def seed_means(stress: pl.DataFrame, metric: str) -> pl.DataFrame:
-    """`metric` per (split, policy, detector, α0, band α, episode seed), training seeds averaged
-    (undefined values, NaN, left out of the mean).
+def seed_means(stress: pl.DataFrame, *metrics: str) -> pl.DataFrame:
+    """Each metric per (split, policy, detector, α0, θ, band α, episode seed), training seeds
+    averaged (undefined values, NaN, left out of the mean), in one column per metric.
 
     Raises:
         ValueError: for missing columns, no rows, or a split or detector outside the protocol's.
     """
-    missing = {*_REQUIRED, metric} - set(stress.columns)
+    missing = {*_REQUIRED, *metrics} - set(stress.columns)
     if missing:
         raise ValueError(f"stress rows lack columns {sorted(missing)}")
     if stress.is_empty():
@@ -83,11 +91,13 @@ def seed_means(stress: pl.DataFrame, metric: str) -> pl.DataFrame:
             f"unknown stress splits {sorted(splits)} or detectors {sorted(detectors)}; "
             f"expected {STRESS_SPLITS}, {DETECTOR_MODES}"
         )
-    value = pl.col(metric).cast(pl.Float64)
+    values = {m: pl.col(m).cast(pl.Float64) for m in metrics}
     return (
-        stress.with_columns(value=pl.when(value.is_nan()).then(None).otherwise(value))
+        stress.with_columns(
+            pl.when(v.is_nan()).then(None).otherwise(v).alias(m) for m, v in values.items()
+        )
         .group_by("split", "policy", "detector", *CELL, "seed")
-        .agg(pl.col("value").mean())
+        .agg(pl.col(*metrics).mean())
         .sort("split", "policy", "detector", *CELL, "seed")
     )
 
@@ -98,16 +108,23 @@ class StressCube:
 
     Attributes:
         arms: (policy, detector) of each first index.
-        alpha0, alpha: (cells,) the α0 cell and band α of each second index.
+        alpha0, theta, alpha: (cells,) the α0 cell, evasion share and band α of each second
+            index (sorted by α0, θ, α).
         seeds: (seeds,) the episode seeds; `is_selection` marks the selection split's.
     """
 
     values: np.ndarray
     arms: tuple[Arm, ...]
     alpha0: np.ndarray
+    theta: np.ndarray
     alpha: np.ndarray
     seeds: np.ndarray
     is_selection: np.ndarray
+
+    def at(self, cells: dict[float, tuple[float, float]]) -> np.ndarray:
+        """(cells,) whether each cell is the (α, θ) `cells` names for its α0."""
+        rows = zip(self.alpha0.tolist(), self.alpha.tolist(), self.theta.tolist(), strict=True)
+        return np.asarray([cells.get(a0) == (a, t) for a0, a, t in rows], dtype=bool)
 
     def arm(self, arm: Arm) -> np.ndarray:
         """(cells, seeds) values of one arm."""
@@ -121,15 +138,15 @@ class StressCube:
         return tuple(sorted({policy for policy, _ in self.arms}))
 
 
-def stress_cube(stress: pl.DataFrame, metric: str) -> StressCube:
-    """`seed_means` of `metric` laid out as arm × cell × seed.
+def stress_cubes(stress: pl.DataFrame, *metrics: str) -> tuple[StressCube, ...]:
+    """`seed_means` of each metric laid out as arm × cell × seed (one layout for all).
 
     Raises:
         ValueError: as `seed_means`; and if the arms were not stress-tested on the same cells and
             seeds (the protocol gives every policy and detector the same ones) or a seed is in
             both splits.
     """
-    means = seed_means(stress, metric)
+    means = seed_means(stress, *metrics)
     arms = means.select("policy", "detector").unique().sort("policy", "detector")
     cells = means.select(*CELL).unique().sort(*CELL)
     seeds = means.select("seed", "split").unique().sort("seed")
@@ -141,16 +158,23 @@ def stress_cube(stress: pl.DataFrame, metric: str) -> StressCube:
             f"arms were stress-tested on different cells or seeds: each needs {cells.height} "
             f"cells x {seeds.height} seeds, got {rows} rows"
         )
-    ordered = means.sort("policy", "detector", *CELL, "seed")["value"]
-    values = ordered.to_numpy().astype(np.float64)
-    return StressCube(
-        values=values.reshape(arms.height, cells.height, seeds.height),
-        arms=tuple(arms.iter_rows()),
-        alpha0=cells["alpha0"].to_numpy(),
-        alpha=cells["alpha"].to_numpy(),
-        seeds=seeds["seed"].to_numpy(),
-        is_selection=(seeds["split"] == SELECTION_SPLIT).to_numpy(),
+    ordered = means.sort("policy", "detector", *CELL, "seed")
+    layout = {
+        "arms": tuple(arms.iter_rows()),
+        **{name: cells[name].to_numpy() for name in CELL},
+        "seeds": seeds["seed"].to_numpy(),
+        "is_selection": (seeds["split"] == SELECTION_SPLIT).to_numpy(),
+    }
+    shape = (arms.height, cells.height, seeds.height)
+    return tuple(
+        StressCube(values=ordered[m].to_numpy().astype(np.float64).reshape(shape), **layout)
+        for m in metrics
     )
+
+
+def stress_cube(stress: pl.DataFrame, metric: str) -> StressCube:
+    """`stress_cubes` of one metric."""
+    return stress_cubes(stress, metric)[0]
 
 
 def _nanmean(values: np.ndarray, axis: int) -> np.ndarray:
@@ -165,7 +189,8 @@ def paired_stress(
     second: Arm | None = None,
     worst: Literal["min", "max"] = "min",
 ) -> PairedStress:
-    """first − second (or `first` alone) per episode seed, at the worst band α of each α0 cell.
+    """first − second (or `first` alone) per episode seed, at the worst band cell (α, θ) of each
+    α0.
 
     Args:
         cube: `stress_cube` of the metric.
@@ -173,7 +198,7 @@ def paired_stress(
         second: the arm it is compared with at the same (α0, α, seed) (e.g. the tuned-static
             baseline, or the candidate with the ablation's f); None: `first`'s own values.
         worst: which end of the band is the worst case: "min" (a gain: profit advantage, detector
-            value) or "max" (a cost: human harm). Ties go to the lower α.
+            value) or "max" (a cost: human harm). Ties go to the lower θ, then the lower α.
 
     Raises:
         ValueError: if an arm has no rows.
@@ -181,19 +206,17 @@ def paired_stress(
     values = cube.arm(first) if second is None else cube.arm(first) - cube.arm(second)
     by_cell = _nanmean(values[:, cube.is_selection], axis=1)
     badness = np.where(np.isnan(by_cell), -np.inf, by_cell if worst == "max" else -by_cell)
-    alphas: dict[float, float] = {}
-    chosen = np.zeros(cube.alpha0.size, dtype=bool)
+    chosen: dict[float, tuple[float, float]] = {}
     for alpha0 in np.unique(cube.alpha0):  # a handful of α0 cells
-        cells = np.flatnonzero(cube.alpha0 == alpha0)  # sorted by band α: argmax takes the lowest
+        cells = np.flatnonzero(cube.alpha0 == alpha0)  # sorted by (θ, α): argmax takes the lowest
         pick = cells[np.argmax(badness[cells])]
-        chosen[pick] = True
-        alphas[float(alpha0)] = float(cube.alpha[pick])
-    per_seed = _nanmean(values[chosen], axis=0)
+        chosen[float(alpha0)] = (float(cube.alpha[pick]), float(cube.theta[pick]))
+    per_seed = _nanmean(values[cube.at(chosen)], axis=0)
     test = ~cube.is_selection
     return PairedStress(
         per_seed[cube.is_selection],
         per_seed[test],
         tuple(cube.seeds[cube.is_selection].tolist()),
         tuple(cube.seeds[test].tolist()),
-        alphas,
+        chosen,
     )

@@ -52,9 +52,9 @@ def _row(*cells: object) -> str:
 
 
 def _compared_at(comparison: dict[str, Any]) -> str | None:
-    """Where both arms met: `α0 → band α` per cell (never two different α)."""
+    """Where both arms met: `α0 → band α (θ)` per cell (never two different α or θ)."""
     cells = comparison.get("compared_at") or []
-    return ", ".join(f"{c['alpha0']} → {c['alpha']}" for c in cells) or None
+    return ", ".join(f"{c['alpha0']} → {c['alpha']} (θ {c['theta']})" for c in cells) or None
 
 
 def _comparison_lines(gate: dict[str, Any]) -> list[str]:
@@ -72,7 +72,7 @@ def _comparison_lines(gate: dict[str, Any]) -> list[str]:
         return []
     return [
         "",
-        "| comparison (held-out) | seeds | mean | CI | H0 | one-sided p | α0 → α |",
+        "| comparison (held-out) | seeds | mean | CI | H0 | one-sided p | α0 → α (θ) |",
         "|---|---:|---:|---|---|---:|---|",
         *[
             _row(
@@ -136,6 +136,7 @@ def _gate_lines(gate: dict[str, Any]) -> list[str]:
         "level",
         "p_value",
         "method",
+        "evasion_thetas",
         "selection_seeds",
         "test_seeds",
     )

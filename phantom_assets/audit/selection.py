@@ -3,8 +3,8 @@ only.
 
 Every policy but the references (the tuned-static baseline and the static engine) is scored by
 the smaller of its profit advantage over the baseline and its detector value beyond engagement,
-each the worst case over the α band of the paired difference (`pairs.paired_stress`); those whose
-stress human harm is within the bound rank first.
+each the worst case over the stress band (band α × evasion share θ) of the paired difference
+(`pairs.paired_stress`); those whose stress human harm is within the bound rank first.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from phantom_assets.audit.pairs import (
     PairedStress,
     StressCube,
     paired_stress,
-    stress_cube,
+    stress_cubes,
 )
 
 HARM_METRIC = "human_harm"
@@ -76,7 +76,7 @@ def select_candidates(
     Raises:
         ValueError: without a baseline or a candidate.
     """
-    cubes = stress_cube(stress, metric), stress_cube(stress, HARM_METRIC)
+    cubes = stress_cubes(stress, metric, HARM_METRIC)
     return rank_candidates(*cubes, baseline, references, max_human_harm, n_candidates)
 
 

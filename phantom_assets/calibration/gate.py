@@ -4,12 +4,13 @@ certifies what it must not.
 Every replication builds a stress table with the real shape -- the demo's learnable candidates
 (3 tiers × plain/robust at the training α), the surge and linear heuristics, the tuned-static
 baseline (the best undefended response) and the static engine × 3 α0 cells × the stress band of
-each (α0 ± 0.2 ∩ [0, 1]) × selection and held-out episode seeds × training seeds × both
-detectors -- and runs the real `promotion_gate` on it. Per row (policy p, seed s, α0 cell a,
-band α b, training seed t, detector d), every noise term drawn from the layout's standardized law:
+each (α0 ± 0.2 ∩ [0, 1], × the evasion shares θ ∈ {0, 0.25} of agents adapting to the detector)
+× selection and held-out episode seeds × training seeds × both detectors -- and runs the real
+`promotion_gate` on it. Per row (policy p, seed s, α0 cell a, band cell (θ, α) b, training seed
+t, detector d), every noise term drawn from the layout's standardized law:
 
     profit = 100 + 10·u[s] + 3·u'[s, a, b] − 20·α_b + η[p, s, a, b, t]
-             + learnable·(0.3·ε[p, s, a, b, t, d] + lift(b) + value·[d = fitted])
+             + learnable·(0.3·ε[p, s, a, b, t, d] + lift(b) + value(θ_b)·[d = fitted])
     harm   = learnable·harm_p(s, a, b, t)
 
 u, u' are the episode seed's common random numbers (shared by every policy and both detectors),
@@ -17,12 +18,14 @@ u, u' are the episode seed's common random numbers (shared by every policy and b
 ε -- the part that depends on f -- and harm exist only for learnable candidates (the heuristics,
 the baseline and the static engine never quote up on f, so their detector value is exactly 0).
 `lift(b)` is the layout's advantage over the baseline, optionally 0 at the lowest α of each band
-(an advantage the worst case over the band does not have).
+(an advantage the worst case over the band does not have); `value(θ)` the detector value,
+optionally another one where the agents adapt (θ > 0: a value evasion takes away).
 
 Null layouts (each must certify at most (1 − confidence)/2 of the time): no effect (heavy
 tails); the class-blind rule ("defence without detection": profit over the baseline, detector
 value 0); a detector value without a profit advantage; an advantage everywhere in the band but
-at its lowest α (the worst-case α must be found on the selection seeds); human harm exactly at
+at its lowest α (the worst-case α must be found on the selection seeds); a detector value that
+agents adapting at the band's θ take away (the worst case over θ); human harm exactly at
 the bound (normal, and zero-inflated: most seeds harm nobody, a few a lot); Holm over 3
 candidates; and the research shape (30 selection, 32 held-out seeds, 3 training seeds, skewed).
 `POWER_LAYOUT` plants both effects with harm well within the bound: the gate must find them.
@@ -53,8 +56,15 @@ STATIC = policy_key("static", None, TRAIN_ALPHA)
 POLICIES = (*LEARNABLE, *HEURISTICS, BASELINE, STATIC)
 ALPHA0 = (0.0, 0.5, 1.0)
 STRESS_RADIUS = 0.2
-CELLS = tuple((a0, float(a)) for a0 in ALPHA0 for a in stress_alphas(a0, STRESS_RADIUS))
-"""(α0, band α) of every stress cell."""
+THETAS = (0.0, 0.25)
+"""The evasion band's shares (the demo's `[agents] evasion_band`)."""
+CELLS = tuple(
+    (a0, theta, float(a))
+    for a0 in ALPHA0
+    for theta in THETAS
+    for a in stress_alphas(a0, STRESS_RADIUS)
+)
+"""(α0, θ, band α) of every stress cell."""
 DETECTORS = (FITTED, PERMUTED)
 SPLITS = (SELECTION_SPLIT, TEST_SPLIT)
 HARM_BOUND = 0.02
@@ -73,6 +83,7 @@ __all__ = [
     "POLICIES",
     "POWER_LAYOUT",
     "STATIC",
+    "THETAS",
     "GateLayout",
     "gate_rejection_rate",
     "stress_table",
@@ -92,6 +103,8 @@ class GateLayout:
         band_low_lift: The lift at the lowest α of each band instead (None: the same); at
             −detector_value the worst case over the band has no advantage.
         detector_value: Fitted profit added to every learnable candidate (fitted − permuted).
+        evaded_detector_value: The detector value where agents adapt (θ > 0) instead (None:
+            the same); at 0 the worst case over the evasion band has none.
         harm: Mean human-harm share of every learnable candidate.
         harm_zero_share: Share of (seed, cell, training seed) runs that harm nobody (the rest
             carry the whole mean: zero inflation).
@@ -104,6 +117,7 @@ class GateLayout:
     profit_lift: float = 0.0
     band_low_lift: float | None = None
     detector_value: float = 0.0
+    evaded_detector_value: float | None = None
     harm: float = 0.005
     harm_zero_share: float = 0.0
     n_candidates: int = 1
@@ -127,6 +141,12 @@ LAYOUTS: tuple[GateLayout, ...] = (
         profit_lift=_LIFT,
         band_low_lift=-_VALUE,
         detector_value=_VALUE,
+    ),
+    GateLayout(
+        "detector_value_lost_when_agents_adapt",
+        profit_lift=_LIFT,
+        detector_value=_VALUE,
+        evaded_detector_value=0.0,
     ),
     GateLayout("harm_at_bound", profit_lift=_LIFT, detector_value=_VALUE, harm=HARM_BOUND),
     GateLayout(
@@ -185,16 +205,22 @@ def _harm(layout: GateLayout, shape: tuple[int, ...], rng: np.random.Generator) 
 
 
 def stress_table(layout: GateLayout, rng: np.random.Generator) -> pl.DataFrame:
-    """One replication's stress rows: `policy, split, detector, seed, alpha0, alpha, train_seed,
-    profit, human_harm` (module docstring)."""
+    """One replication's stress rows: `policy, split, detector, seed, alpha0, theta, alpha,
+    train_seed, profit, human_harm` (module docstring)."""
     n_seeds = layout.selection_seeds + layout.test_seeds
     runs = (len(POLICIES), n_seeds, len(CELLS), layout.train_seeds)
-    alpha0, alpha = (np.asarray(column) for column in zip(*CELLS, strict=True))
-    band_low = np.asarray([a == min(b for c, b in CELLS if c == c0) for c0, a in CELLS])
+    alpha0, theta, alpha = (np.asarray(column) for column in zip(*CELLS, strict=True))
+    band_low = alpha == np.asarray([min(b for c, _, b in CELLS if c == c0) for c0 in alpha0])
     learnable = np.isin(POLICIES, LEARNABLE).reshape(-1, 1, 1, 1, 1)
     fitted = (np.asarray(DETECTORS) == FITTED).reshape(1, 1, 1, 1, -1)
     low = layout.profit_lift if layout.band_low_lift is None else layout.band_low_lift
     lift = np.where(band_low, low, layout.profit_lift).reshape(1, 1, -1, 1, 1)
+    evaded = (
+        layout.detector_value
+        if layout.evaded_detector_value is None
+        else layout.evaded_detector_value
+    )
+    value = np.where(theta > 0.0, evaded, layout.detector_value).reshape(1, 1, -1, 1, 1)
     noise = layout.noise
     common = 10.0 * _noise(noise, (1, n_seeds, 1, 1, 1), rng) + 3.0 * _noise(
         noise, (1, n_seeds, len(CELLS), 1, 1), rng
@@ -204,12 +230,7 @@ def stress_table(layout: GateLayout, rng: np.random.Generator) -> pl.DataFrame:
         + common
         - _LEAK * alpha.reshape(1, 1, -1, 1, 1)
         + _noise(noise, (*runs, 1), rng)
-        + learnable
-        * (
-            0.3 * _noise(noise, (*runs, len(DETECTORS)), rng)
-            + lift
-            + layout.detector_value * fitted
-        )
+        + learnable * (0.3 * _noise(noise, (*runs, len(DETECTORS)), rng) + lift + value * fitted)
     )
     harm = learnable * _harm(layout, (*runs, 1), rng)
     shape = (*runs, len(DETECTORS))
@@ -221,6 +242,7 @@ def stress_table(layout: GateLayout, rng: np.random.Generator) -> pl.DataFrame:
             "detector": pl.Series(DETECTORS).gather(d),
             "seed": s.astype(np.int64),
             "alpha0": alpha0[c],
+            "theta": theta[c],
             "alpha": alpha[c],
             "train_seed": t.astype(np.int64),
             METRIC: np.broadcast_to(profit, shape).ravel(),

@@ -1,9 +1,9 @@
 """The protocol applied to one policy partition (every training seed), its files and its check.
 
 A partition's evaluation is three tables, stored as `EVALUATION_FILES` in its folder: nominal rows
-at every (α, K) of the grid with both detectors, stress rows (worst case around every grid α at
-the spec's nominal K, selection and held-out test seeds) and the per-step action traces of the
-fitted-detector nominal episodes.
+at every (α, K) of the grid with both detectors, stress rows (the band around every grid α × the
+evasion shares of the declared band, at the spec's nominal K, selection and held-out test seeds)
+and the per-step action traces of the fitted-detector nominal episodes.
 """
 
 from __future__ import annotations
@@ -51,12 +51,13 @@ def evaluate_policies(
     reference_action: int | None = None,
 ) -> PolicyEvaluation:
     """Nominal, stress and trace rows of the policies of one partition (by training seed) on the
-    (α, K) grid and stress band of `agents`, each row led by `labels` and its `train_seed`; human
-    harm against `reference_action` (the best undefended response).
+    (α, K) grid and stress band of `agents` (× the spec's `evasion_band_thetas`), each row led
+    by `labels` and its `train_seed`; human harm against `reference_action` (the best undefended
+    response).
 
     Training seeds whose heuristic policies are the same (`settings_identity`: static,
     tuned-static and surge do not depend on the seed) are evaluated once and share its rows."""
-    seeds, tests = cfg.selection_seeds, cfg.test_seeds
+    seeds, tests, thetas = cfg.selection_seeds, cfg.test_seeds, spec.evasion_band_thetas
     shared: dict[str | int, PolicyEvaluation] = {}
     tables: list[PolicyEvaluation] = []
     for train_seed, policy in sorted(policies.items()):  # a handful of training seeds
@@ -66,7 +67,9 @@ def evaluate_policies(
             shared[identity] = PolicyEvaluation(
                 nominal_rows(runner, agents.alpha_grid, agents.k_grid, seeds),
                 pl.concat(
-                    stress_rows(runner, a0, agents.stress_radius, agents.nominal_k, seeds, tests)
+                    stress_rows(
+                        runner, a0, agents.stress_radius, agents.nominal_k, seeds, tests, thetas
+                    )
                     for a0 in agents.alpha_grid
                 ),
                 action_traces(runner, agents.alpha_grid, agents.k_grid, seeds),
@@ -138,11 +141,12 @@ def protocol_conformance(
     cfg: EvaluationConfig,
     agents: AgentsConfig,
     nominal_k: int,
+    thetas: tuple[float, ...] = (0.0,),
 ) -> ProtocolConformance:
     """Every training seed has a cell for each (α, K, detector) of the grid and nothing else;
     each cell holds every selection seed exactly once (both detectors share them); stress rows run
-    at the spec's nominal K with, per α0 and detector, exactly the selection seeds and the
-    held-out test seeds, which are disjoint."""
+    at the spec's nominal K with, per α0, band α, evasion share θ of `thetas` and detector,
+    exactly the selection seeds and the held-out test seeds, which are disjoint."""
     cells = _seed_sets(nominal, ["train_seed", "alpha", "k", "detector"])
     grid = {
         (float(a), int(k), d)
@@ -154,12 +158,13 @@ def protocol_conformance(
     on_grid = all(set(part.select("alpha", "k", "detector").rows()) == grid for part in by_train)
     selection = list(cfg.selection_seeds)
     common = cells["once"].all() and all(s == selection for s in cells["seeds"].to_list())
-    splits = _seed_sets(stress, ["train_seed", "alpha0", "alpha", "detector", "split"])
+    splits = _seed_sets(stress, ["train_seed", "alpha0", "alpha", "theta", "detector", "split"])
     expected = {SELECTION_SPLIT: selection, TEST_SPLIT: list(cfg.test_seeds)}
     band_cells = sum(stress_alphas(a0, agents.stress_radius).size for a0 in agents.alpha_grid)
     held_out = (
-        splits.height == 2 * len(DETECTOR_MODES) * band_cells * len(by_train)
+        splits.height == 2 * len(DETECTOR_MODES) * band_cells * len(thetas) * len(by_train)
         and set(splits["alpha0"]) == {float(a) for a in agents.alpha_grid}
+        and set(splits["theta"]) == {float(t) for t in thetas}
         and splits["once"].all()
         and all(expected[split] == seeds for split, seeds in splits.select("split", "seeds").rows())
         and not set(expected[SELECTION_SPLIT]) & set(expected[TEST_SPLIT])

@@ -5,9 +5,11 @@ Every policy, baseline or defended, is evaluated on the *nominal* market (no adv
 λ so that the reported reward is comparable) at every (α, K) of the grid, with the fitted detector
 and with the permuted-f ablation, for E episodes. Episode i is reset with seed `seed + i` in every
 cell and for every policy (common random numbers): policies and both detectors see identical
-shoppers, so differences pair one-to-one on (α, K, seed). An `EpisodeRunner` runs each
-(α, K, detector, seed) episode of a policy once; the nominal rows, the stress view and the action
-traces all read from it, so a stress candidate that is also a grid cell costs nothing.
+shoppers, so differences pair one-to-one on (α, K, seed). The stress view adds agents that adapt
+to the detector (evasion share θ of the declared band): the same shoppers, only the agents'
+scores differ. An `EpisodeRunner` runs each (α, K, detector, θ, seed) episode of a policy once;
+the nominal rows, the stress view and the action traces all read from it, so a stress candidate
+that is also a grid cell costs nothing.
 """
 
 from __future__ import annotations
@@ -94,9 +96,10 @@ _AT = {name: i for i, name in enumerate(STEP_FIELDS)}
 
 
 class EpisodeRunner:
-    """Episodes of one policy on the nominal market, each (α, K, detector, seed) run once.
+    """Episodes of one policy on the nominal market (its agents as logged, or adapting with an
+    evasion share θ), each (α, K, detector, θ, seed) run once.
 
-    The episodes of one (α, K, detector) run in lockstep, one env per seed, when the policy is
+    The episodes of one (α, K, detector, θ) run in lockstep, one env per seed, when the policy is
     stateless and acts on a batch (`base.BatchPolicy`, the SB3 tiers): one batched `act_batch`
     per step instead of one call per episode and step. Every env replays its own seed's stream,
     so an episode is the same whether it ran alone or in a batch. A policy with per-episode
@@ -115,22 +118,23 @@ class EpisodeRunner:
         human harm measured against `reference_action` (the best undefended response; None:
         each action against itself at δ = 0)."""
         self.policy, self.spec = policy, spec
-        engine = engine_of(spec)  # its read-only step tables, shared by every env
-        self._make = functools.partial(
-            make_env,
-            spec,
-            reference_action=reference_action,
-            max_episode_steps=max_steps,
-            engine=engine,
-        )
-        self._envs: dict[str, list[gym.Env]] = {mode: [] for mode in DETECTOR_MODES}
+        self._env_options = {"reference_action": reference_action, "max_episode_steps": max_steps}
+        self._markets: dict[float, Callable[..., gym.Env]] = {}
+        self._envs: dict[tuple[str, float], list[gym.Env]] = {}
         self._observed = [2 * spec.n_products + OBS_EXTRA.index(name) for name in OBSERVED]
-        self._episodes: dict[tuple[float, int, str, int], np.ndarray] = {}
+        self._episodes: dict[tuple[float, int, str, float, int], np.ndarray] = {}
 
-    def _pool(self, detector: str, size: int) -> list[gym.Env]:
-        """`size` envs of `detector` (built once, reused by every later batch)."""
-        envs = self._envs[detector]
-        envs.extend(self._make(detector=detector) for _ in range(size - len(envs)))
+    def _pool(self, detector: str, theta: float, size: int) -> list[gym.Env]:
+        """`size` envs of `detector` on the market whose agents adapt with evasion share θ
+        (`spec.evaded`; built once, reused by every later batch)."""
+        if theta not in self._markets:
+            market = self.spec.evaded(theta)
+            engine = engine_of(market)  # its read-only step tables, shared by every env
+            self._markets[theta] = functools.partial(
+                make_env, market, engine=engine, **self._env_options
+            )
+        envs = self._envs.setdefault((detector, theta), [])
+        envs.extend(self._markets[theta](detector=detector) for _ in range(size - len(envs)))
         return envs[:size]
 
     def _lockstep(
@@ -138,12 +142,13 @@ class EpisodeRunner:
         alpha: float,
         k: int,
         detector: str,
+        theta: float,
         seeds: Sequence[int],
         choose: Callable[[np.ndarray], Sequence[int]],
     ) -> list[np.ndarray]:
         """The (steps, `STEP_FIELDS`) arrays of the episodes reset with `seeds`, stepped
         together: `choose` maps the (episodes, obs) observations to one action per episode."""
-        envs, keys, observed = self._pool(detector, len(seeds)), _INFO_KEYS, self._observed
+        envs, keys, observed = self._pool(detector, theta, len(seeds)), _INFO_KEYS, self._observed
         obs = np.stack(
             [
                 env.reset(seed=seed, options={"alpha": alpha, "k": k})[0]
@@ -167,27 +172,33 @@ class EpisodeRunner:
                 )
         return episodes
 
-    def _rollouts(self, alpha: float, k: int, detector: str, seeds: list[int]) -> list[np.ndarray]:
+    def _rollouts(
+        self, alpha: float, k: int, detector: str, theta: float, seeds: list[int]
+    ) -> list[np.ndarray]:
         """The episodes of `seeds`: in one lockstep batch when the policy acts on batches, else
         one at a time after a reset of the policy."""
-        policy = self.policy
+        policy, cell = self.policy, (alpha, k, detector, theta)
         if isinstance(policy, BatchPolicy):
-            return self._lockstep(alpha, k, detector, seeds, policy.act_batch)
+            return self._lockstep(*cell, seeds, policy.act_batch)
         episodes = []
         for seed in seeds:  # a policy with per-episode state plays one episode at a time
             policy.reset()
-            episodes += self._lockstep(alpha, k, detector, [seed], lambda o: [policy.act(o[0])])
+            episodes += self._lockstep(*cell, [seed], lambda o: [policy.act(o[0])])
         return episodes
 
-    def run(self, alpha: float, k: int, detector: str, seeds: Sequence[int]) -> np.ndarray:
-        """(episodes, steps, `STEP_FIELDS`) arrays of the episodes reset with `seeds`.
+    def run(
+        self, alpha: float, k: int, detector: str, seeds: Sequence[int], theta: float = 0.0
+    ) -> np.ndarray:
+        """(episodes, steps, `STEP_FIELDS`) arrays of the episodes reset with `seeds`, agents
+        adapting to the detector with evasion share θ (`spec.evaded`; 0: as logged).
 
         Raises:
             RuntimeError: if a step ran at another (α, K) than asked (an adversary).
+            ValueError: for an unknown detector or a θ the market did not sweep.
         """
         if detector not in DETECTOR_MODES:
             raise ValueError(f"detector must be one of {DETECTOR_MODES}, got {detector!r}")
-        cell = (float(alpha), int(k), detector)
+        cell = (float(alpha), int(k), detector, float(theta))
         missing = [int(s) for s in dict.fromkeys(seeds) if (*cell, int(s)) not in self._episodes]
         if missing:
             episodes = self._rollouts(*cell, missing)
@@ -213,8 +224,15 @@ def episode_metrics(steps: np.ndarray, shoppers_per_step: int) -> dict[str, np.n
     return {name: metrics[name] for name in EPISODE_METRICS}
 
 
-def _rows(runner: EpisodeRunner, alpha: float, k: int, detector: str, seeds: Sequence[int]):
-    steps = runner.run(alpha, k, detector, seeds)
+def _rows(
+    runner: EpisodeRunner,
+    alpha: float,
+    k: int,
+    detector: str,
+    seeds: Sequence[int],
+    theta: float = 0.0,
+) -> pl.DataFrame:
+    steps = runner.run(alpha, k, detector, seeds, theta)
     n = len(seeds)
     keys = {
         "alpha": np.full(n, float(alpha)),
@@ -286,28 +304,41 @@ def stress_rows(
     k: int,
     selection_seeds: Sequence[int],
     test_seeds: Sequence[int],
+    thetas: Sequence[float] = (0.0,),
 ) -> pl.DataFrame:
-    """The protocol over the stress band `stress_alphas(α0, r)` at K = `k` (the same band for
-    every policy), both detectors, on the selection seeds and on the held-out test seeds.
+    """The protocol over the stress band at K = `k` (the same band for every policy): every α
+    of `stress_alphas(α0, r)` × every evasion share θ of `thetas` (agents adapting to the
+    detector, `spec.evaded`; docs/detector.md#agents-that-adapt), both detectors, on the
+    selection seeds and on the held-out test seeds.
 
-    Every band α is evaluated on both splits, so a comparison of two policies pairs them at the
-    same (α, K, seed) and takes the worst case of the *paired difference* over the band, its α
-    chosen on the selection seeds alone (`audit.pairs`; docs/method.md#promotion-gate) -- never each
-    policy at its own worst α. Rows: `split` ("selection" | "test"), `alpha0`, `radius`, then
-    `ROW_KEYS` and the metrics.
+    Every band cell (α, θ) is evaluated on both splits, so a comparison of two policies pairs
+    them at the same (α, θ, K, seed) and takes the worst case of the *paired difference* over the
+    band, its cell chosen on the selection seeds alone (`audit.pairs`;
+    docs/method.md#promotion-gate) -- never each policy at its own worst cell. Rows: `ROW_KEYS`,
+    the metrics, then `split` ("selection" | "test"), `theta`, `alpha0` and `radius`.
 
     Raises:
-        ValueError: if the selection and test seeds overlap.
+        ValueError: if the selection and test seeds overlap, `thetas` is empty or the market
+            did not sweep one of them.
     """
     if set(selection_seeds) & set(test_seeds):
         raise ValueError(
             f"selection seeds {list(selection_seeds)} and test seeds {list(test_seeds)} overlap"
         )
+    if not thetas:
+        raise ValueError("thetas (the evasion band) must hold at least one share, e.g. (0.0,)")
     band = stress_alphas(alpha0, radius).tolist()
+    for seeds in (selection_seeds, test_seeds):
+        _check_grid(band, [k], seeds)
     return pl.concat(
         [
-            nominal_rows(runner, band, [k], seeds).with_columns(split=pl.lit(split))
+            _rows(runner, alpha, k, detector, seeds, theta).with_columns(
+                split=pl.lit(split), theta=pl.lit(float(theta))
+            )
             for split, seeds in ((SELECTION_SPLIT, selection_seeds), (TEST_SPLIT, test_seeds))
+            for theta in thetas
+            for alpha in band
+            for detector in DETECTOR_MODES
         ]
     ).with_columns(alpha0=pl.lit(float(alpha0)), radius=pl.lit(float(radius)))
 

@@ -11,7 +11,8 @@ market's own point (`assumption_grid`), and every point re-runs, on the same epi
   (refined on the selection seeds, the held-out mean);
 - *the gate on fixed actions*: the best defended action against the best undefended one, both
   refined on the continuous action space on the selection seeds (`market.optimize`), through the
-  real `promotion_gate` on held-out seeds: its profit advantage, detector value beyond engagement,
+  real `promotion_gate` on held-out seeds (its stress band with the agents that adapt to the
+  detector, as the certificate's): its profit advantage, detector value beyond engagement,
   total human harm, the detector's human false-positive rate at α = 0, and whether it certifies.
 
 Fixed actions are evaluated with `market.oracle.action_totals`, exactly the evaluation protocol's
@@ -22,6 +23,7 @@ episodes of a policy that always plays the action, without stepping an env. A co
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -233,7 +235,8 @@ def assumption_grid(
 def _stress_table(
     spec: MarketSpec, actions: dict[str, tuple[float, float, float]], design: SensitivityDesign
 ) -> pl.DataFrame:
-    """The protocol's stress rows of fixed-action policies (harm against the tuned action)."""
+    """The protocol's stress rows of fixed-action policies (harm against the tuned action), on
+    the band α × the evasion shares θ of the declared band (`spec.evasion_band_thetas`)."""
     bands = {a0: stress_alphas(a0, design.radius) for a0 in design.alpha_grid}
     alphas = np.unique(np.concatenate(list(bands.values())))
     names, values = list(actions), list(actions.values())
@@ -242,9 +245,15 @@ def _stress_table(
         (SELECTION_SPLIT, design.selection_seeds),
         (TEST_SPLIT, design.test_seeds),
     ):
-        for detector in DETECTOR_MODES:
+        for theta, detector in itertools.product(spec.evasion_band_thetas, DETECTOR_MODES):
             totals = action_totals(
-                spec, values, alphas, design.k, seeds, detector, reference=actions[TUNED][:2]
+                spec.evaded(theta),
+                values,
+                alphas,
+                design.k,
+                seeds,
+                detector,
+                reference=actions[TUNED][:2],
             )
             total = {name: totals[..., i] for i, name in enumerate(STEP_COLUMNS)}
             humans = spec.shoppers_per_step * spec.episode_steps - total["agents"]
@@ -255,6 +264,7 @@ def _stress_table(
                     "policy": np.asarray(names)[p],
                     "split": split,
                     "detector": detector,
+                    "theta": theta,
                     "seed": np.asarray(seeds, dtype=np.int64)[s],
                     "alpha": alphas[a],
                     **{name: metrics[name].ravel() for name in STRESS_METRICS},

@@ -78,9 +78,13 @@ class BenchmarkTables(NamedTuple):
 
 
 def stress_as_curves_input(stress: pl.DataFrame) -> pl.DataFrame:
-    """Selection-seed stress rows keyed by their nominal α0 (`alpha`) and band α (`band_alpha`),
-    metrics renamed `stress_<metric>` (the held-out test seeds are the gate's alone)."""
-    selection = stress.filter(pl.col("split") == SELECTION_SPLIT).drop("split", "radius")
+    """Selection-seed stress rows of the agents as logged (θ = 0) keyed by their nominal α0
+    (`alpha`) and band α (`band_alpha`), metrics renamed `stress_<metric>`: the curves are over α;
+    the held-out test seeds and the adapting agents' rows are the gate's alone (the ledger sweeps
+    θ)."""
+    selection = stress.filter(pl.col("split") == SELECTION_SPLIT, pl.col("theta") == 0.0).drop(
+        "split", "radius", "theta"
+    )
     return selection.rename(
         {
             "alpha": "band_alpha",

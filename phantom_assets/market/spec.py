@@ -340,6 +340,12 @@ class MarketSpec:
             )
         return thetas
 
+    @property
+    def evasion_band_thetas(self) -> tuple[float, ...]:
+        """The swept evasion shares inside the declared band, θ <= `agents.evasion_band` (0
+        first): the stress band's θ, over which the certificate's gate takes its worst case."""
+        return tuple(t for t in self.evasion_thetas if t <= self.agents.evasion_band)
+
     def evaded(self, theta: float) -> MarketSpec:
         """The market whose agents adapt with evasion share θ (one of `evasion_thetas`): their
         sessions' scores are the θ row of the evasion arrays; humans, τ and all else unchanged."""

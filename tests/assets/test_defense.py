@@ -377,16 +377,16 @@ def test_the_certificates_baseline_numbers_are_tuned_statics_own_held_out_rows(b
     gate = report["gate"]
     (tuned,) = [key for key in built.grid if parse_policy_key(key).tier == "tuned"]
     profit = next(c for c in gate["comparisons"] if c["role"].startswith("profit vs the best"))
-    at = {row["alpha0"]: row["alpha"] for row in profit["compared_at"]}
+    cells = pl.DataFrame(profit["compared_at"])
+    assert set(cells["theta"]) <= set(gate["evasion_thetas"]) and 0.25 in gate["evasion_thetas"]
 
     def held_out(policy: str) -> pl.DataFrame:
-        """Per held-out seed: profit at the compared α of each α0 cell, training seeds then
+        """Per held-out seed: profit at the compared (α, θ) of each α0 cell, training seeds then
         α0 cells averaged."""
         stress = pl.read_parquet(built.lake.evaluation_dir(STORE, policy) / "stress.parquet")
-        cells = pl.DataFrame({"alpha0": list(at), "alpha": list(at.values())})
         return (
             stress.filter(pl.col("split") == "test", pl.col("detector") == "fitted")
-            .join(cells, on=["alpha0", "alpha"])
+            .join(cells, on=["alpha0", "alpha", "theta"])
             .group_by("alpha0", "seed")
             .agg(pl.col("profit").mean())
             .group_by("seed")

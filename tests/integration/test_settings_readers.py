@@ -34,6 +34,7 @@ ALTERNATIVES: dict[str, Any] = {
     "agent_valuation": "human_unengaged",
     "device": "cuda",
     "ablation_tier": "ppo",
+    "evasion_band": 0.5,  # one of the swept evasion shares
     "sensitivity_agent_valuations": ("agent_fit",),
     "tiers": ("static", "tuned", "defended", "surge", "linear", "qtable", "dqn"),
 }
@@ -74,8 +75,13 @@ EXPECTED_READERS: dict[str, tuple[str, ...]] = {
         "trained_policies",
     ),
     "agents.erosion_k_grid": ("coi_erosion",),
-    "agents.evasion_thetas": ("market_oracle", "market_simulators"),
-    "agents.evasion_band": (),
+    "agents.evasion_thetas": (
+        "market_oracle",
+        "market_sensitivity",
+        "market_simulators",
+        "policy_evaluations",
+    ),
+    "agents.evasion_band": ("market_sensitivity", "policy_evaluations"),
     "agents.robust_k_set": ("market_simulators", "trained_policies"),
     "agents.robust_alpha_candidates": ("market_simulators", "trained_policies"),
     "agents.ambiguity_radius_w1": ("market_simulators", "trained_policies"),

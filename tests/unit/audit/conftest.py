@@ -57,15 +57,15 @@ def plant(
     harm: float = 0.0,
     split: str | None = None,
     alpha: float | None = None,
+    theta: float | None = None,
 ) -> pl.DataFrame:
     """`profit` added with both detectors, `value` with the fitted one only (a detector value),
-    `harm` to the harm share, on `policy`'s rows of `split` (all if None) at band α `alpha`
-    (all if None)."""
+    `harm` to the harm share, on `policy`'s rows of `split`, band α `alpha` and evasion share
+    `theta` (each: all if None)."""
     rows = pl.col("policy") == policy
-    if split is not None:
-        rows &= pl.col("split") == split
-    if alpha is not None:
-        rows &= pl.col("alpha") == alpha
+    for column, kept in (("split", split), ("alpha", alpha), ("theta", theta)):
+        if kept is not None:
+            rows &= pl.col(column) == kept
     added = profit + pl.when(pl.col("detector") == "fitted").then(value).otherwise(0.0)
     return stress.with_columns(
         profit=pl.col("profit") + pl.when(rows).then(added).otherwise(0.0),
@@ -153,7 +153,10 @@ def report(lineage: list[ArtifactRecord]) -> CertificationReport:
                     "p_value": 0.0039,
                     "threshold": 0.0,
                     "alternative": "greater",
-                    "compared_at": [{"alpha0": 0.5, "alpha": 0.3}, {"alpha0": 1.0, "alpha": 0.8}],
+                    "compared_at": [
+                        {"alpha0": 0.5, "alpha": 0.3, "theta": 0.0},
+                        {"alpha0": 1.0, "alpha": 0.8, "theta": 0.25},
+                    ],
                 },
                 {
                     "role": "detector value beyond engagement",
@@ -164,7 +167,10 @@ def report(lineage: list[ArtifactRecord]) -> CertificationReport:
                     "p_value": 0.0039,
                     "threshold": 0.0,
                     "alternative": "greater",
-                    "compared_at": [{"alpha0": 0.5, "alpha": 0.7}, {"alpha0": 1.0, "alpha": 1.0}],
+                    "compared_at": [
+                        {"alpha0": 0.5, "alpha": 0.7, "theta": 0.25},
+                        {"alpha0": 1.0, "alpha": 1.0, "theta": 0.25},
+                    ],
                 },
                 {
                     "role": "total human harm",
@@ -175,9 +181,13 @@ def report(lineage: list[ArtifactRecord]) -> CertificationReport:
                     "p_value": 0.001,
                     "threshold": 0.02,
                     "alternative": "less",
-                    "compared_at": [{"alpha0": 0.5, "alpha": 0.5}, {"alpha0": 1.0, "alpha": 1.0}],
+                    "compared_at": [
+                        {"alpha0": 0.5, "alpha": 0.5, "theta": 0.0},
+                        {"alpha0": 1.0, "alpha": 1.0, "theta": 0.0},
+                    ],
                 },
             ],
+            "evasion_thetas": [0.0, 0.25],
             "candidates": [
                 {
                     "policy": "ppo-robust-a050",
@@ -203,7 +213,7 @@ def report(lineage: list[ArtifactRecord]) -> CertificationReport:
                     "p_value": 0.0078,
                     "threshold": 0.0,
                     "alternative": "greater",
-                    "compared_at": [{"alpha0": 0.5, "alpha": 0.3}],
+                    "compared_at": [{"alpha0": 0.5, "alpha": 0.3, "theta": 0.0}],
                 },
                 "false_positive_rate_at_alpha_0": 0.021,
                 "human_quoted_up": 0.03,

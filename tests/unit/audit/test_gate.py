@@ -1,10 +1,10 @@
 """Promotion gate: selection seeds choose, held-out seeds test the agent-aware defence against
-the best undefended response (the tuned-static tier), at the worst α of the stress band.
+the best undefended response (the tuned-static tier), at the worst cell (α, θ) of the stress band.
 
 Fixtures have the real shape (6 learnable candidates, 2 heuristics, the tuned-static baseline and
-the static engine × 3 α0 cells × their band α × 8 selection + 24 held-out episode seeds ×
-training seeds × both detectors), built by the calibration study's own table builder, so a
-many-to-many join or a selection on the test seeds shows up here.
+the static engine × 3 α0 cells × their band α × 2 evasion shares θ × 8 selection + 24 held-out
+episode seeds × training seeds × both detectors), built by the calibration study's own table
+builder, so a many-to-many join or a selection on the test seeds shows up here.
 """
 
 from __future__ import annotations
@@ -110,6 +110,21 @@ def test_the_advantage_is_tested_at_the_worst_alpha_of_the_band_chosen_on_select
     # ... an effect on held-out seeds only at another alpha never moves the tested values.
     lucky = plant(stress, WINNER, profit=50.0, split="test", alpha=0.7)
     assert _profit(run_gate(lucky)).mean == _profit(decision).mean
+
+
+def test_a_detector_value_that_agents_adapting_within_the_band_take_away_is_not_certified():
+    # The defence's detector is worth 1 with the agents as logged; agents that adapt with the
+    # band's θ = 0.25 score like humans, so there it is worth 0 (and the advantage drops by as
+    # much). The gate decides at the worst θ, found on the selection seeds, and says where.
+    assert run_gate(defence(gate_table())).certified
+    decision = run_gate(plant(defence(gate_table()), WINNER, value=-1.0, theta=0.25))
+    assert not decision.certified and decision.candidate == WINNER
+    profit, detector, _ = decision.tests
+    assert profit.ci_low > 0 and detector.mean == pytest.approx(0.0, abs=0.1)
+    compared = decision.compared_at[1]["compared_at"]
+    assert {c["theta"] for c in compared} == {0.25} and len(compared) == 3
+    assert any("detector's value beyond engagement is not shown" in r for r in decision.reasons)
+    assert decision.to_dict()["evasion_thetas"] == [0.0, 0.25]
 
 
 def test_holm_combines_the_three_p_values_of_each_tested_candidate():

@@ -1,4 +1,5 @@
-"""Stress rows → one value per (comparison, episode seed), both arms at the same band α."""
+"""Stress rows → one value per (comparison, episode seed), both arms at the same band cell
+(α, θ)."""
 
 from __future__ import annotations
 
@@ -18,12 +19,16 @@ def _table(**layout) -> pl.DataFrame:
 
 
 def _rows(
-    policy: str, detector: str, rows: list[tuple[str, int, float, float, int, float]]
+    policy: str,
+    detector: str,
+    rows: list[tuple[str, int, float, float, int, float]],
+    theta: float = 0.0,
 ) -> pl.DataFrame:
-    """Rows `(split, seed, alpha0, alpha, train_seed, profit)` of one arm."""
+    """Rows `(split, seed, alpha0, alpha, train_seed, profit)` of one arm, agents adapting with
+    evasion share `theta`."""
     columns = ("split", "seed", "alpha0", "alpha", "train_seed", "profit")
     frame = pl.DataFrame(rows, schema=columns, orient="row")
-    return frame.with_columns(policy=pl.lit(policy), detector=pl.lit(detector))
+    return frame.with_columns(policy=pl.lit(policy), detector=pl.lit(detector), theta=pl.lit(theta))
 
 
 def test_training_seeds_are_averaged_within_a_cell_before_the_cells_are():
@@ -44,11 +49,11 @@ def test_training_seeds_are_averaged_within_a_cell_before_the_cells_are():
 
 def test_pairs_are_one_per_held_out_seed_whatever_the_training_seeds_and_band():
     stress = _table(train_seeds=5)
-    assert stress.filter(pl.col("split") == "test").height > 24 * 5 * 7
+    assert stress.filter(pl.col("split") == "test").height > 24 * 5 * 7 * 2
     cube = stress_cube(stress, "profit")
     paired = paired_stress(cube, (CANDIDATE, "fitted"), (BASELINE, "fitted"))
     assert paired.test.shape == (24,) and paired.selection.shape == (8,)
-    assert set(paired.alphas) == {0.0, 0.5, 1.0}
+    assert set(paired.cells) == {0.0, 0.5, 1.0}
 
 
 def test_the_worst_band_alpha_is_chosen_on_the_selection_seeds_and_kept_for_the_test_seeds():
@@ -62,15 +67,39 @@ def test_the_worst_band_alpha_is_chosen_on_the_selection_seeds_and_kept_for_the_
     stress = pl.concat([_rows(CANDIDATE, "fitted", rows), _rows(BASELINE, "fitted", zero)])
     cube = stress_cube(stress, "profit")
     gain = paired_stress(cube, (CANDIDATE, "fitted"), (BASELINE, "fitted"))
-    assert gain.alphas == {0.5: 0.3} and gain.test.tolist() == [10.0]
+    assert gain.cells == {0.5: (0.3, 0.0)} and gain.test.tolist() == [10.0]
     cost = paired_stress(cube, (CANDIDATE, "fitted"), worst="max")
-    assert cost.alphas == {0.5: 0.7} and cost.test.tolist() == [-5.0]
+    assert cost.cells == {0.5: (0.7, 0.0)} and cost.test.tolist() == [-5.0]
 
 
-def test_ties_on_the_selection_seeds_go_to_the_lower_alpha():
+def test_the_worst_evasion_share_is_chosen_on_the_selection_seeds_with_its_alpha():
+    # Detector value (fitted − permuted) 4 with the agents as logged, 1 where they adapt
+    # (θ = 0.25) on the selection seeds; held-out: 6 and 0. The gate's value is θ = 0.25's, at
+    # the same α both arms were compared at, and the report says where.
+    def arm(detector: str, theta: float, selection: float, test: float) -> pl.DataFrame:
+        rows = [("selection", 1, 0.5, 0.5, 0, selection), ("test", 2, 0.5, 0.5, 0, test)]
+        return _rows(CANDIDATE, detector, rows, theta)
+
+    stress = pl.concat(
+        [
+            arm("fitted", 0.0, 5.0, 7.0),
+            arm("permuted", 0.0, 1.0, 1.0),
+            arm("fitted", 0.25, 2.0, 1.0),
+            arm("permuted", 0.25, 1.0, 1.0),
+        ]
+    )
+    value = paired_stress(
+        stress_cube(stress, "profit"), (CANDIDATE, "fitted"), (CANDIDATE, "permuted")
+    )
+    assert value.cells == {0.5: (0.5, 0.25)} and value.test.tolist() == [0.0]
+    assert value.to_dict() == {"compared_at": [{"alpha0": 0.5, "alpha": 0.5, "theta": 0.25}]}
+
+
+def test_ties_on_the_selection_seeds_go_to_the_lower_theta_then_the_lower_alpha():
     rows = [("selection", 1, 0.5, a, 0, 2.0) for a in (0.3, 0.5, 0.7)]
-    cube = stress_cube(_rows(CANDIDATE, "fitted", rows), "profit")
-    assert paired_stress(cube, (CANDIDATE, "fitted")).alphas == {0.5: 0.3}
+    stress = pl.concat([_rows(CANDIDATE, "fitted", rows, theta) for theta in (0.25, 0.0)])
+    cube = stress_cube(stress, "profit")
+    assert paired_stress(cube, (CANDIDATE, "fitted")).cells == {0.5: (0.3, 0.0)}
 
 
 def test_detector_value_is_fitted_minus_permuted_profit_of_one_policy_per_seed():
@@ -119,6 +148,7 @@ def test_undefined_values_are_left_out_of_the_means():
     [
         (lambda t: t.drop("detector"), "lack columns"),
         (lambda t: t.drop("alpha"), "lack columns"),
+        (lambda t: t.drop("theta"), "lack columns"),
         (lambda t: t.with_columns(detector=pl.lit("oracle")), "unknown stress splits"),
         (lambda t: t.with_columns(split=pl.lit("train")), "unknown stress splits"),
         (lambda t: t.clear(), "no stress rows"),

@@ -35,6 +35,7 @@ def test_render_markdown_shows_gate_numbers_seeds_and_environment(report):
     assert "| n_pairs | 24 |" in text and "| p_value | 0.0039 |" in text
     assert "| baseline | tuned-a050 |" in text and "| static | static-a050 |" in text
     assert f"| test_seeds | {list(range(100, 124))} |" in text
+    assert "| evasion_thetas | [0.0, 0.25] |" in text
     assert "- `train`: 7" in text
     assert "- `numpy`: 2.4.0" in text
     assert "- `git_revision`: —" in text
@@ -46,19 +47,19 @@ def test_render_markdown_shows_the_three_comparisons_where_they_were_made_and_th
     lines = render_markdown(report).splitlines()
     assert (
         "| profit vs the best undefended response | 24 | 1.5 | [0.5, 2.5] | mean <= 0 | "
-        "0.0039 | 0.5 → 0.3, 1.0 → 0.8 |"
+        "0.0039 | 0.5 → 0.3 (θ 0.0), 1.0 → 0.8 (θ 0.25) |"
     ) in lines
     assert (
         "| detector value beyond engagement | 24 | 0.25 | [0.125, 0.5] | mean <= 0 | 0.0039 "
-        "| 0.5 → 0.7, 1.0 → 1.0 |"
+        "| 0.5 → 0.7 (θ 0.25), 1.0 → 1.0 (θ 0.25) |"
     ) in lines
     assert (
         "| total human harm | 24 | 0.005 | [0.003, 0.007] | mean >= 0.02 | 0.001 | "
-        "0.5 → 0.5, 1.0 → 1.0 |"
+        "0.5 → 0.5 (θ 0.0), 1.0 → 1.0 (θ 0.0) |"
     ) in lines
     assert (  # reported beside the decision; an infinite bound is stored as None
         "| profit vs the static engine static-a050 (reported, not decided) | 24 | 2 | [—, 3] | "
-        "mean <= 0 | 0.0078 | 0.5 → 0.3 |" in lines
+        "mean <= 0 | 0.0078 | 0.5 → 0.3 (θ 0.0) |" in lines
     )
     assert "| false_positive_rate_at_alpha_0 | 0.021 |" in lines
     header = lines.index(

@@ -23,6 +23,7 @@ from phantom_assets.market import DETECTOR_MODES, make_env
 from phantom_assets.market.response import stress_alphas
 from phantom_assets.policies import BatchPolicy, DQNPolicy, torch_threads
 from tests.unit.evaluation.conftest import action
+from tests.unit.market.adapting import adapting
 
 ALPHAS, KS, SEEDS = (0.0, 0.5, 1.0), (2, 8), (40, 41, 42)
 
@@ -127,7 +128,7 @@ def test_an_episode_run_twice_is_taken_from_the_runner_not_rerun(spec):
 def test_a_nominal_episode_that_ran_at_another_alpha_raises(spec):
     """Regression for pitfall §10.5: an adversary inside the evaluation env."""
     runner = EpisodeRunner(action(spec, 2, 1, 0), spec)
-    runner._envs["fitted"] = [make_env(spec, robust=True)]  # an adversary slipped in
+    runner._envs[("fitted", 0.0)] = [make_env(spec, robust=True)]  # an adversary slipped in
     with pytest.raises(RuntimeError, match="adversary"):
         runner.run(0.5, 8, "fitted", [0])
 
@@ -156,9 +157,48 @@ def test_stress_evaluates_every_band_alpha_on_both_splits_like_the_nominal_proto
         assert sorted(set(rows["alpha"])) == band and sorted(set(rows["seed"])) == seeds
         assert set(rows["detector"]) == {"fitted", "permuted"}
         nominal = nominal_rows(EpisodeRunner(policy, spec), band, [8], seeds)
-        assert rows.drop("split", "alpha0", "radius").equals(nominal)
+        assert rows.drop("split", "theta", "alpha0", "radius").equals(nominal)
     assert set(stress["alpha0"]) == {0.5} and set(stress["radius"]) == {0.25}
+    assert set(stress["theta"]) == {0.0}  # the agents as logged: no evasion band
     assert "worst_alpha" not in stress.columns
+
+
+def test_stress_adds_agents_that_adapt_on_the_same_shoppers_with_the_agents_other_scores(spec):
+    # θ = 1: every agent session scores like a human session of its engagement. The same
+    # shoppers arrive (common random numbers); a policy that quotes up on the detector earns
+    # otherwise, one that ignores it (δ = 0) earns exactly the same.
+    market = adapting(spec, (0.0, 1.0), band=1.0)
+    assert market.evasion_band_thetas == (0.0, 1.0)
+    seeds = ([3, 4], [50, 51])
+    rows = {
+        strength: stress_rows(
+            EpisodeRunner(action(market, 4, 2, strength), market),
+            0.5,
+            0.25,
+            8,
+            *seeds,
+            market.evasion_band_thetas,
+        ).filter(detector="fitted")
+        for strength in (0, 2)
+    }
+    logged, adapted = (rows[2].filter(theta=t).drop("theta") for t in (0.0, 1.0))
+    assert logged["agent_purchases"].sum() > 0
+    # Fewer agents flagged, so they pay less premium; the humans' quotes do not move.
+    assert logged["coi_a"].mean() > adapted["coi_a"].mean()
+    assert logged["coi_h"].equals(adapted["coi_h"])
+    assert not np.array_equal(logged["profit"], adapted["profit"])
+    nominal = nominal_rows(
+        EpisodeRunner(action(spec, 4, 2, 2), spec), [0.25, 0.5, 0.75], [8], seeds[0]
+    )
+    assert (
+        logged.filter(split="selection")
+        .drop("split", "alpha0", "radius")
+        .equals(nominal.filter(detector="fitted"))
+    )
+    blind = {t: rows[0].filter(theta=t)["profit"] for t in (0.0, 1.0)}
+    assert blind[0.0].equals(blind[1.0])
+    with pytest.raises(ValueError, match="not swept"):
+        stress_rows(EpisodeRunner(action(spec, 4, 2, 2), spec), 0.5, 0.25, 8, *seeds, (0.0, 0.5))
 
 
 def test_stress_refuses_overlapping_selection_and_test_seeds(spec):

@@ -15,12 +15,9 @@ import polars as pl
 import pytest
 
 from phantom_assets.config import MarketConfig
-from phantom_assets.detector.evasion import evaded_scores
-from phantom_assets.detector.features import QUOTE_FEATURES
 from phantom_assets.evaluation import SensitivityDesign
 from phantom_assets.evaluation.sensitivity import sensitivity_point
 from phantom_assets.market import MarketSpec, demo_spec
-from phantom_assets.market.draws import engagement_strata
 from phantom_assets.market.ledger import (
     EVASION_QUANTITIES,
     LEDGER_QUANTITIES,
@@ -29,6 +26,7 @@ from phantom_assets.market.ledger import (
     ledger_markdown,
     ledger_sentences,
 )
+from tests.unit.market.adapting import adapting
 
 SELECTION, HELD_OUT = tuple(range(8)), tuple(range(100, 124))
 K = 4
@@ -110,6 +108,17 @@ def test_where_only_a_detector_finds_agents_the_fixed_action_gate_certifies_the_
     assert max(point["p_profit"], point["p_detector"], point["p_harm"]) <= 0.025
 
 
+def test_agents_that_mimic_humans_within_the_declared_band_leave_the_gate_nothing_to_certify():
+    # The detectable world (certified above), its agents adapting fully (θ = 1) inside the
+    # declared band: the gate's comparisons are the worst case over the band, at θ = 1, where
+    # neither the detector value nor the advantage it bought is shown above 0.
+    point = sensitivity_point(
+        adapting(detectable_world(), (0.0, 1.0), band=1.0), GATE_DESIGN, np.random.default_rng(0)
+    )
+    assert not point["certified"], point
+    assert min(point["p_detector"], point["p_profit"]) > 0.025, point
+
+
 def test_the_same_world_with_agents_scored_like_humans_certifies_nothing():
     # The class-blind twin: the agents' scores drawn from the humans', so a flag says nothing
     # about the class and only engagement is left.
@@ -171,41 +180,11 @@ def test_where_only_detector_v2_finds_agents_the_ledger_credits_it_and_not_the_k
     assert row(table, 0.5, "fitted_share")["value"] > row(table, 0.5, "kernel_only_share")["value"]
 
 
-def _adapting(world: MarketSpec, thetas: tuple[float, ...]) -> MarketSpec:
-    """`world` with its agents' scores under each evasion share θ: features whose kernel
-    statistic is the logit of the session's score (f = σ(gap)), the rest 0, mixed with a human
-    session of the agent's engagement stratum (`detector.evasion`)."""
-    x = {
-        name: np.zeros((score.size, len(QUOTE_FEATURES)))
-        for name, score in (("human", world.human_score), ("agent", world.agent_score))
-    }
-    x["human"][:, 0] = np.log(world.human_score / (1 - world.human_score))
-    x["agent"][:, 0] = np.log(world.agent_score / (1 - world.agent_score))
-    strata = engagement_strata(world.banks)
-    evasion = evaded_scores(
-        x["agent"],
-        x["human"],
-        (strata.stratum(world.agent_engagement), strata.stratum(world.human_engagement)),
-        np.zeros(world.agent_score.size, dtype=int),
-        None,
-        (0.0, 1.0),
-        thetas,
-        np.random.default_rng(3),
-    )
-    return dataclasses.replace(
-        world,
-        agents=dataclasses.replace(world.agents, evasion_thetas=thetas),
-        agent_evasion_score=evasion.score,
-        agent_evasion_kernel_score=evasion.kernel_score,
-        evasion_time_cost_s=tuple(evasion.time_cost_s),
-    )
-
-
 def test_agents_that_mimic_humans_fully_leave_the_detector_no_value_beyond_engagement():
     # The detectable world's detector is worth money; agents that adapt with θ = 1 score like a
     # human of their engagement, so what it wins beyond engagement must vanish; θ = 0.5 sits
     # between (scores mixed halfway still flag many agents: a mixed logit stays high).
-    spec = _adapting(detectable_world(), (0.0, 0.5, 1.0))
+    spec = adapting(detectable_world(), (0.0, 0.5, 1.0), band=0.5)
     table = agent_ledger(spec, [0.5], [K], SELECTION, HELD_OUT)
     logged = row(table, 0.5, "beyond_engagement")
     adapted = table.filter(pl.col("quantity") == "adapted_beyond_engagement")

@@ -75,7 +75,8 @@ class PairedStress:
 
 def seed_means(stress: pl.DataFrame, *metrics: str) -> pl.DataFrame:
     """Each metric per (split, policy, detector, α0, θ, band α, episode seed), training seeds
-    averaged (undefined values, NaN, left out of the mean), in one column per metric.
+    averaged (undefined values, NaN, left out of the mean), in one column per metric; rows in no
+    particular order (`stress_cubes` orders them).
 
     Raises:
         ValueError: for missing columns, no rows, or a split or detector outside the protocol's.
@@ -98,7 +99,6 @@ def seed_means(stress: pl.DataFrame, *metrics: str) -> pl.DataFrame:
         )
         .group_by("split", "policy", "detector", *CELL, "seed")
         .agg(pl.col(*metrics).mean())
-        .sort("split", "policy", "detector", *CELL, "seed")
     )
 
 

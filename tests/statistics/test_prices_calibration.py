@@ -2,7 +2,8 @@
 (docs/statistics.md#store-price-intervals), measured by `phantom_assets.calibration.prices` with
 N_REPS replications per layout: real `fit_price_model` / `observed_coi` / `coi_difference` on
 simulated stores with experiment random effects and unequal sessions per experiment by class (agents
-3-6, humans 1-2)."""
+3-6, humans 1-2). Slow tier (`make test-all`, what CI runs): ~70 s of CPU; `phantom bench
+calibration --studies prices` runs it alone."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from phantom_assets.calibration.prices import (
 )
 from phantom_assets.market.prices import coi_difference, observed_coi
 
+pytestmark = pytest.mark.slow
 N_REPS = 300
 INTERVALS = (
     "anchor_cr3_t_ci",

@@ -97,6 +97,9 @@ test_episodes = 24
 """
 # Its twin: the same world with agents that behave exactly like humans (nothing may certify).
 PLANTED_TWIN_CONFIG = PLANTED_CONFIG.replace("separability = 1.0", "separability = 0.0")
+# The same world where agents may adapt to the detector all the way (the declared evasion band is
+# 1: agents that mimic humans fully are in it): the gate's worst case leaves nothing to certify.
+PLANTED_MIMIC_CONFIG = PLANTED_CONFIG.replace("k_grid = [8]", "k_grid = [8]\nevasion_band = 1.0")
 
 
 def tiny_settings(data_dir: Path) -> Settings:

@@ -3,7 +3,8 @@
 margin, tight valuations). Both stores certify the tuned-defended candidate, every number the
 gate decided on is the candidate's and tuned-static's own held-out rows, and the audit re-derives
 the verdict from the certificate's lineage. The twin world, the same but with agents that behave
-exactly like humans, certifies nothing (slow tier: it is a second build)."""
+exactly like humans, certifies nothing, and neither does the planted world itself once its agents
+may adapt to the detector all the way (slow tier: each is a second build)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,11 @@ from orchestration.certification import certificate_problems, load_report
 from phantom_assets.audit import verify_records
 from phantom_assets.constants import STORES
 from tests.built_pipeline import BuiltPipeline, shared_build
-from tests.pipeline_helpers import PLANTED_TWIN_CONFIG, recomputed_comparison_means
+from tests.pipeline_helpers import (
+    PLANTED_MIMIC_CONFIG,
+    PLANTED_TWIN_CONFIG,
+    recomputed_comparison_means,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -82,3 +87,23 @@ def test_the_twin_with_indistinguishable_agents_certifies_nothing(
         report = _report(twin, store)
         assert report["certified"] is False, report["reasons"]
         assert any(reason.startswith("not certified") for reason in report["reasons"])
+
+
+@pytest.mark.slow
+def test_agents_that_may_mimic_humans_fully_leave_the_planted_defence_nothing_to_certify(
+    tmp_path_factory: pytest.TempPathFactory,
+):
+    # The planted world certifies with the declared band 0.25 (agents adapting a quarter of the
+    # way are still flagged); with band 1 the gate's worst case is at θ = 1, where every agent
+    # session scores like a human's: measured 2026-12-06, detector value −152 [−2,675, 2,371]
+    # (hotel) and 440 [−1,008, 1,888] (airline).
+    mimic = shared_build(tmp_path_factory.getbasetemp(), "planted_mimic", PLANTED_MIMIC_CONFIG)
+    assert mimic.returncode == 0, mimic.stderr[-4000:]
+    for store in STORES:
+        report = _report(mimic, store)
+        gate = report["gate"]
+        assert report["certified"] is False, report["reasons"]
+        assert gate["evasion_thetas"] == [0.0, 0.25, 0.5, 1.0]
+        _, value, _ = gate["comparisons"]
+        assert value["p_value"] > gate["level"], value
+        assert {cell["theta"] for cell in value["compared_at"]} == {1.0}, value

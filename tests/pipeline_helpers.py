@@ -54,7 +54,7 @@ test_episodes = 24
 # floor costs most of the margin; 200 shoppers × 30 steps per episode, because the gate's
 # store-sample test needs the effect to be ~2 per-seed SDs. Only the tiers the gate needs (the
 # ablation tier is required: the Q-table, the cheapest) and no sensitivity sweep (reported, not
-# decided on). Measured: both stores certify `defended-a050` at this seed (~77 s on 2 cores); with
+# decided on). Measured: both stores certify `defended-a050` at this seed (~87 s on 2 cores); with
 # `seed = 8` neither does -- whether the best undefended response keeps engagement pricing is the
 # luck of a store of 70 humans -- so it is a fixture, not a claim about stores of this size.
 PLANTED_CONFIG = """

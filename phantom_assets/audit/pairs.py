@@ -195,7 +195,7 @@ def paired_stress(
     Args:
         cube: `stress_cube` of the metric.
         first: the arm tested (e.g. (candidate, "fitted")).
-        second: the arm it is compared with at the same (α0, α, seed) (e.g. the tuned-static
+        second: the arm it is compared with at the same (α0, θ, α, seed) (e.g. the tuned-static
             baseline, or the candidate with the ablation's f); None: `first`'s own values.
         worst: which end of the band is the worst case: "min" (a gain: profit advantage, detector
             value) or "max" (a cost: human harm). Ties go to the lower θ, then the lower α.

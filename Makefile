@@ -63,7 +63,7 @@ test-all: setup $(BIN)/.installed-dev
 	$(PYTEST)
 
 ## mutants: plant each known bug in a copy of the checkout, record the test that catches it
-## (docs/mutants.md; the ten take ~13 min on 2 cores: the pipeline-level ones build the tiny pipeline)
+## (docs/mutants.md; the seventeen take ~16 min on 2 cores: the pipeline-level ones build the tiny pipeline)
 mutants: setup $(BIN)/.installed-dev
 	$(BIN)/python -m tests.mutants
 

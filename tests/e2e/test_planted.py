@@ -31,6 +31,16 @@ def _report(built: BuiltPipeline, store: str) -> dict:
     return json.loads(path.read_text())
 
 
+def _reports_of_a_variant(
+    tmp_path_factory: pytest.TempPathFactory, name: str, config: str
+) -> dict[str, dict]:
+    """Each store's certificate after `phantom run` with `config` (a variant of the planted
+    world, built once per session under `name`)."""
+    built = shared_build(tmp_path_factory.getbasetemp(), name, config)
+    assert built.returncode == 0, built.stderr[-4000:]
+    return {store: _report(built, store) for store in STORES}
+
+
 @pytest.mark.parametrize("store", STORES)
 def test_the_planted_world_certifies_the_defended_candidate(
     planted_pipeline: BuiltPipeline, store: str
@@ -81,10 +91,8 @@ def test_the_audit_re_derives_the_certified_verdict_from_its_lineage(
 def test_the_twin_with_indistinguishable_agents_certifies_nothing(
     tmp_path_factory: pytest.TempPathFactory,
 ):
-    twin = shared_build(tmp_path_factory.getbasetemp(), "planted_twin", PLANTED_TWIN_CONFIG)
-    assert twin.returncode == 0, twin.stderr[-4000:]
-    for store in STORES:
-        report = _report(twin, store)
+    reports = _reports_of_a_variant(tmp_path_factory, "planted_twin", PLANTED_TWIN_CONFIG)
+    for report in reports.values():
         assert report["certified"] is False, report["reasons"]
         assert any(reason.startswith("not certified") for reason in report["reasons"])
 
@@ -97,10 +105,8 @@ def test_agents_that_may_mimic_humans_fully_leave_the_planted_defence_nothing_to
     # way are still flagged); with band 1 the gate's worst case is at θ = 1, where every agent
     # session scores like a human's: measured 2026-12-06, detector value −152 [−2,675, 2,371]
     # (hotel) and 440 [−1,008, 1,888] (airline).
-    mimic = shared_build(tmp_path_factory.getbasetemp(), "planted_mimic", PLANTED_MIMIC_CONFIG)
-    assert mimic.returncode == 0, mimic.stderr[-4000:]
-    for store in STORES:
-        report = _report(mimic, store)
+    reports = _reports_of_a_variant(tmp_path_factory, "planted_mimic", PLANTED_MIMIC_CONFIG)
+    for report in reports.values():
         gate = report["gate"]
         assert report["certified"] is False, report["reasons"]
         assert gate["evasion_thetas"] == [0.0, 0.25, 0.5, 1.0]
